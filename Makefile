@@ -1,0 +1,72 @@
+# cuco - one plain GNU Makefile (docs/c-style.md habit 12).
+#
+#   make            build ./cuco
+#   make test       build and run every test that needs no GPU
+#   make asan       the same suite under ASan+UBSan
+#   make lint       formatting, banned functions, cppcheck
+#   make format     apply .clang-format
+#   make cuda       compile every .cu of the runtime and workloads (no GPU)
+
+CC      ?= gcc
+PKGS    := libcurl jansson sqlite3 libmicrohttpd inih libxxhash
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation -Werror
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) \
+              $(PKG_CFLAGS) -Isrc
+LDLIBS  := $(PKG_LIBS) -lm -ldl -lpthread
+BUILD   ?= build
+
+SRC      := $(wildcard src/*.c)
+LIB_SRC  := $(filter-out src/main.c,$(SRC))
+OBJ      := $(SRC:src/%.c=$(BUILD)/obj/%.o)
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TEST_HELPERS := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
+HELPER_BIN := $(TEST_HELPERS:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test check asan lint format cuda clean gpu-check fuzz
+
+all: cuco
+
+cuco: $(BUILD)/cuco
+	@if [ "$(BUILD)" = build ]; then cp $(BUILD)/cuco cuco; fi
+
+$(BUILD)/cuco: $(OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJ) $(wildcard tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
+
+$(BUILD)/tests/%: tests/unit/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+
+test check: $(BUILD)/cuco $(TEST_BIN) $(HELPER_BIN)
+	@if [ "$(BUILD)" = build ]; then cp $(BUILD)/cuco cuco; fi
+	@BUILD=$(BUILD) tests/run.sh
+
+asan:
+	$(MAKE) BUILD=build-asan \
+	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  test
+
+lint:
+	@scripts/lint.sh
+
+format:
+	clang-format -i src/*.c src/*.h tests/unit/*.c
+
+cuda:
+	@scripts/cuda-compile.sh
+
+clean:
+	rm -rf build build-asan cuco

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Install the Debian packages cuco needs.  Idempotent and quiet when
+# everything is already there.  Used by README's commands and .ci/run.
+set -e
+PKGS="build-essential pkg-config libcurl4-openssl-dev libjansson-dev
+libsqlite3-dev libmicrohttpd-dev libinih-dev libxxhash-dev libcmocka-dev
+clang-format cppcheck sqlite3 python3 curl"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+    missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

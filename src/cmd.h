@@ -1,0 +1,38 @@
+/* cmd.h - the subcommands.  Each returns the process exit status:
+ * 0 success, 1 failure, 2 usage error.  main.c owns the table. */
+#ifndef CUCO_CMD_H
+#define CUCO_CMD_H
+
+#define CMD_OK    0
+#define CMD_FAIL  1
+#define CMD_USAGE 2
+
+struct config;
+
+/* The global context every command gets: the parsed cuco.ini (with the
+ * environment applied), never NULL. */
+struct cmd;
+struct cmd_ctx {
+  struct config *cfg;
+  const char *config_path; /* NULL when no file was loaded */
+  const struct cmd *self;  /* the command being run */
+};
+
+struct cmd {
+  const char *name;
+  int (*fn)(struct cmd_ctx *ctx, int argc, char **argv);
+  const char *summary;
+  const char *usage; /* full help text printed by `cuco CMD --help` */
+};
+
+int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv);
+
+/* Print the running command's usage: to stdout for --help (returns
+ * CMD_OK), else to stderr (returns CMD_USAGE). */
+int cmd_usage(const struct cmd_ctx *ctx, int for_help);
+
+/* "cuco NAME: MESSAGE", the usage, and CMD_USAGE: for bad arguments. */
+int cmd_bad_usage(const struct cmd_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

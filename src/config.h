@@ -1,0 +1,86 @@
+/* config.h - INI configuration with environment overrides.
+ *
+ * A struct config is a list of (section, key, value) entries, each with its
+ * origin ("cuco.ini:12" or "env CUCO_LLM_MODEL"), so every error about a
+ * value names where the value came from.  Later sets of the same key win.
+ * Used for cuco.ini and for every workload.ini.
+ */
+#ifndef CUCO_CONFIG_H
+#define CUCO_CONFIG_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+struct config;
+
+struct config_entry {
+  const char *section; /* "" for keys before any [section] */
+  const char *key;
+  const char *value;
+  const char *origin; /* "path:line" or "env NAME" */
+};
+
+/* A new empty config; NULL on allocation failure. */
+struct config *config_new(void);
+void config_free(struct config *c);
+
+/* Parse an INI file into c (adding to what is there).  ERR_IO if it cannot
+ * be read, ERR_PARSE with "path:line: ..." for a malformed line. */
+int config_load(struct config *c, const char *path, struct err *e) WARN_UNUSED;
+
+/* Parse INI text; `name` is used in origins and errors. */
+int config_load_string(struct config *c, const char *name, const char *text,
+                       struct err *e) WARN_UNUSED;
+
+/* Set one value (copied). origin may be NULL ("set"). */
+int config_set(struct config *c, const char *section, const char *key,
+               const char *value, const char *origin) WARN_UNUSED;
+
+/* Apply environment overrides: for each {ENV, section, key} triple whose
+ * variable is set, set section.key from it. */
+struct config_env_map {
+  const char *env;
+  const char *section;
+  const char *key;
+};
+int config_apply_env(struct config *c, const struct config_env_map *map,
+                     size_t n) WARN_UNUSED;
+
+/* The last entry for section.key, or NULL. Borrowed. */
+const struct config_entry *config_find(const struct config *c,
+                                       const char *section, const char *key);
+
+/* The value, or def when unset. Borrowed. */
+const char *config_get(const struct config *c, const char *section,
+                       const char *key, const char *def);
+
+/* Typed getters: *out = def when unset; ERR_CONFIG naming the origin when
+ * the value is not of the type or outside [lo, hi]. */
+int config_get_long(const struct config *c, const char *section,
+                    const char *key, long def, long lo, long hi, long *out,
+                    struct err *e) WARN_UNUSED;
+int config_get_double(const struct config *c, const char *section,
+                      const char *key, double def, double lo, double hi,
+                      double *out, struct err *e) WARN_UNUSED;
+int config_get_bool(const struct config *c, const char *section,
+                    const char *key, int def, int *out,
+                    struct err *e) WARN_UNUSED;
+
+/* Iterate: entries in file order; returns NULL past the end. */
+const struct config_entry *config_at(const struct config *c, size_t i);
+size_t config_count(const struct config *c);
+
+/* Section names in first-seen order (for [model.x] style sections).
+ * Returns the number found; names are borrowed. */
+size_t config_sections(const struct config *c, const char *prefix,
+                       const char **names, size_t max);
+
+/* Strict parsers shared by the tool: whole string, no junk. 0 or
+ * ERR_PARSE. */
+int config_parse_long(const char *s, long *out) WARN_UNUSED;
+int config_parse_double(const char *s, double *out) WARN_UNUSED;
+/* "4KiB", "512KiB", "64MiB", "1GiB", "4096" -> bytes. */
+int config_parse_bytes(const char *s, unsigned long long *out) WARN_UNUSED;
+
+#endif

@@ -1,0 +1,324 @@
+/* doctor.c - `cuco doctor`: probe and describe the machine. */
+#define _GNU_SOURCE
+#include "doctor.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "config.h"
+#include "log.h"
+#include "proc.h"
+#include "toolchain.h"
+#include "version.h"
+
+/* Run argv, return its stdout (caller frees) or NULL if it failed. */
+static char *run_capture(const char *const *argv, int *ok)
+{
+  char **env = proc_env_new(proc_env_default_allow, NULL);
+  struct proc_opts o = {0};
+  struct proc_result r;
+  struct err e;
+  char *out = NULL;
+
+  *ok = 0;
+  o.argv = argv;
+  o.envp = (const char *const *)env;
+  o.timeout_s = 30;
+  o.out_max = 256 * 1024;
+  if (proc_run(&o, &r, &e) == 0) {
+    *ok = proc_ok(&r);
+    out = buf_detach(&r.out, NULL);
+    proc_result_release(&r);
+  }
+  proc_env_free(env);
+  return out;
+}
+
+static json_t *probe_cpu(void)
+{
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512], model[256] = "unknown";
+
+  while (f && fgets(line, sizeof(line), f)) {
+    char *p = strchr(line, ':');
+    if (!strncmp(line, "model name", 10) && p) {
+      snprintf(model, sizeof(model), "%s", p + 2);
+      model[strcspn(model, "\n")] = '\0';
+      break;
+    }
+  }
+  if (f)
+    fclose(f);
+  return json_pack("{s:s, s:i}", "model", model, "cores",
+                   (int)sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+static json_t *probe_os(void)
+{
+  FILE *f = fopen("/etc/os-release", "r");
+  char line[512], pretty[256] = "unknown";
+  struct utsname u;
+
+  while (f && fgets(line, sizeof(line), f)) {
+    if (!strncmp(line, "PRETTY_NAME=", 12)) {
+      char *s = line + 12;
+      size_t n;
+      if (*s == '"')
+        s++;
+      n = strcspn(s, "\"\n");
+      snprintf(pretty, sizeof(pretty), "%.*s", (int)n, s);
+    }
+  }
+  if (f)
+    fclose(f);
+  if (uname(&u))
+    memset(&u, 0, sizeof(u));
+  return json_pack("{s:s, s:s, s:s}", "name", pretty, "kernel", u.release,
+                   "arch", u.machine);
+}
+
+static json_t *probe_gpus(void)
+{
+  const char *const q[] = {
+      "nvidia-smi",
+      "--query-gpu=name,memory.total,driver_version,clocks.max.sm,"
+      "clocks.sm,pci.bus_id",
+      "--format=csv,noheader,nounits", NULL};
+  const char *const topo[] = {"nvidia-smi", "topo", "-m", NULL};
+  json_t *list = json_array(), *g;
+  char *out, *line, *save = NULL, *t;
+  char driver[64] = "";
+  int ok;
+
+  out = run_capture(q, &ok);
+  if (out && ok) {
+    for (line = strtok_r(out, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+      char name[128], bus[64];
+      int mem = 0, maxclk = 0, clk = 0;
+      if (sscanf(line, "%127[^,], %d, %63[^,], %d, %d, %63s", name, &mem,
+                 driver, &maxclk, &clk, bus) >= 3)
+        json_array_append_new(
+            list, json_pack("{s:s, s:i, s:i, s:i, s:s}", "name", name,
+                            "memory_mib", mem, "max_sm_clock_mhz", maxclk,
+                            "sm_clock_mhz", clk, "pci_bus_id", bus));
+    }
+  }
+  free(out);
+  g = json_pack("{s:i, s:o}", "count", (int)json_array_size(list), "list",
+                list);
+  if (driver[0])
+    json_object_set_new(g, "driver", json_string(driver));
+  if (json_array_size(list) > 0) {
+    t = run_capture(topo, &ok);
+    if (t && ok)
+      json_object_set_new(g, "topology", json_string(t));
+    free(t);
+  }
+  return g;
+}
+
+static json_t *probe_mpi(void)
+{
+  static const char *const names[] = {"mpirun", "srun"};
+  const char *path = getenv("PATH");
+  json_t *o = json_object();
+  size_t i;
+
+  for (i = 0; i < 2; i++) {
+    const char *p = path;
+    json_t *v = json_null();
+    while (p && *p) {
+      char cand[1024];
+      size_t len = strcspn(p, ":");
+      snprintf(cand, sizeof(cand), "%.*s/%s", (int)len, p, names[i]);
+      if (len && access(cand, X_OK) == 0) {
+        json_decref(v);
+        v = json_string(cand);
+        break;
+      }
+      p += len;
+      if (*p == ':')
+        p++;
+    }
+    json_object_set_new(o, names[i], v);
+  }
+  return o;
+}
+
+static json_t *probe_llm(const struct config *cfg)
+{
+  const char *keyenv = config_get(cfg, "llm", "api_key_env", NULL);
+  json_t *o = json_object();
+
+  json_object_set_new(o, "provider",
+                      json_string(config_get(cfg, "llm", "provider", "none")));
+  json_object_set_new(o, "model",
+                      json_string(config_get(cfg, "llm", "model", "")));
+  json_object_set_new(o, "base_url",
+                      json_string(config_get(cfg, "llm", "base_url", "")));
+  /* The name of the variable, and whether it is set: never its value. */
+  json_object_set_new(o, "api_key_env", json_string(keyenv ? keyenv : ""));
+  json_object_set_new(
+      o, "api_key_set",
+      json_boolean(keyenv && getenv(keyenv) && *getenv(keyenv)));
+  return o;
+}
+
+json_t *doctor_probe(const struct config *cfg, struct err *e)
+{
+  struct toolchain tc;
+  char hv[32], lv[32];
+  json_t *root, *nccl, *cuda;
+
+  if (tc_probe(cfg, &tc, e))
+    return NULL;
+  tc_version_str(tc.nccl_header_version, hv, sizeof(hv));
+  tc_version_str(tc.nccl_library_version, lv, sizeof(lv));
+  cuda =
+      json_pack("{s:s, s:s, s:s, s:s}", "nvcc", tc.nvcc, "nvcc_version",
+                tc.nvcc_version, "cuda_home", tc.cuda_home, "arch", tc.arch);
+  nccl = json_pack("{s:s, s:s, s:s, s:s, s:b}", "header_version", hv,
+                   "library_version", lv, "include_dir", tc.nccl_include,
+                   "library_dir", tc.nccl_lib, "match",
+                   tc.nccl_header_version &&
+                       tc.nccl_header_version == tc.nccl_library_version);
+  root = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "cuco_version",
+                   CUCO_VERSION, "cpu", probe_cpu(), "os", probe_os(), "cuda",
+                   cuda, "nccl", nccl, "gpus", probe_gpus(), "mpi",
+                   probe_mpi(), "llm", probe_llm(cfg));
+  if (!root)
+    err_set(e, ERR_NOMEM, "out of memory building the description");
+  return root;
+}
+
+static void print_text(json_t *d)
+{
+  json_t *g = json_object_get(d, "gpus");
+  json_t *n = json_object_get(d, "nccl");
+  json_t *c = json_object_get(d, "cuda");
+  json_t *l = json_object_get(d, "llm");
+  json_t *m = json_object_get(d, "mpi");
+  size_t i;
+  json_t *gpu;
+
+  printf("cuco %s\n", json_string_value(json_object_get(d, "cuco_version")));
+  printf(
+      "cpu:    %s (%d cores)\n",
+      json_string_value(json_object_get(json_object_get(d, "cpu"), "model")),
+      (int)json_integer_value(
+          json_object_get(json_object_get(d, "cpu"), "cores")));
+  printf(
+      "os:     %s, kernel %s\n",
+      json_string_value(json_object_get(json_object_get(d, "os"), "name")),
+      json_string_value(json_object_get(json_object_get(d, "os"), "kernel")));
+  if (*json_string_value(json_object_get(c, "nvcc")))
+    printf("nvcc:   %s (%s), arch %s\n",
+           json_string_value(json_object_get(c, "nvcc_version")),
+           json_string_value(json_object_get(c, "nvcc")),
+           json_string_value(json_object_get(c, "arch")));
+  else
+    printf("nvcc:   not found: GPU workloads cannot be built here\n");
+  printf("nccl:   headers %s (%s), library %s (%s)%s\n",
+         json_string_value(json_object_get(n, "header_version")),
+         json_string_value(json_object_get(n, "include_dir")),
+         json_string_value(json_object_get(n, "library_version")),
+         json_string_value(json_object_get(n, "library_dir")),
+         json_is_true(json_object_get(n, "match")) ? ", match"
+                                                   : ", DO NOT MATCH");
+  if (json_integer_value(json_object_get(g, "count")) == 0) {
+    printf("gpus:   none: this machine has no GPU (evaluation of GPU "
+           "workloads needs one; building does not)\n");
+  } else {
+    printf("gpus:   %d, driver %s\n",
+           (int)json_integer_value(json_object_get(g, "count")),
+           json_string_value(json_object_get(g, "driver")));
+    json_array_foreach(json_object_get(g, "list"), i, gpu)
+        printf("  [%zu] %s, %d MiB\n", i,
+               json_string_value(json_object_get(gpu, "name")),
+               (int)json_integer_value(json_object_get(gpu, "memory_mib")));
+    if (json_object_get(g, "topology"))
+      printf("topology:\n%s\n",
+             json_string_value(json_object_get(g, "topology")));
+  }
+  printf("mpi:    mpirun %s, srun %s\n",
+         json_is_string(json_object_get(m, "mpirun")) ? "yes" : "no",
+         json_is_string(json_object_get(m, "srun")) ? "yes" : "no");
+  printf("llm:    provider %s, model %s%s%s\n",
+         json_string_value(json_object_get(l, "provider")),
+         *json_string_value(json_object_get(l, "model"))
+             ? json_string_value(json_object_get(l, "model"))
+             : "(none)",
+         *json_string_value(json_object_get(l, "api_key_env")) ? ", key from $"
+                                                               : "",
+         json_string_value(json_object_get(l, "api_key_env")));
+}
+
+int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
+{
+  static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                       {"llm", no_argument, NULL, 'l'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *outpath = NULL;
+  int as_json = 0, opt, rc = CMD_OK;
+  struct err e = {0, ""};
+  json_t *d;
+
+  while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    switch (opt) {
+    case 'j':
+      as_json = 1;
+      break;
+    case 'l':
+      fprintf(stderr, "cuco doctor: --llm: no LLM provider support in this "
+                      "build yet\n");
+      return CMD_USAGE;
+    case 'o':
+      outpath = optarg;
+      break;
+    case 'h':
+      return cmd_usage(ctx, 1);
+    default:
+      return cmd_usage(ctx, 0);
+    }
+  }
+  if (optind < argc)
+    return cmd_bad_usage(ctx, "unexpected argument '%s'", argv[optind]);
+  d = doctor_probe(ctx->cfg, &e);
+  if (!d) {
+    log_error("doctor: %s", e.msg);
+    return CMD_FAIL;
+  }
+  if (as_json) {
+    char *s = json_dumps(d, JSON_INDENT(2) | JSON_SORT_KEYS);
+    if (s)
+      puts(s);
+    free(s);
+  } else {
+    print_text(d);
+  }
+  if (outpath && json_dump_file(d, outpath, JSON_INDENT(2) | JSON_SORT_KEYS)) {
+    log_error("doctor: cannot write %s", outpath);
+    rc = CMD_FAIL;
+  }
+  {
+    json_t *n = json_object_get(d, "nccl");
+    const char *hv = json_string_value(json_object_get(n, "header_version"));
+    const char *lv = json_string_value(json_object_get(n, "library_version"));
+    if (strcmp(hv, "unknown") && strcmp(lv, "unknown") &&
+        !json_is_true(json_object_get(n, "match"))) {
+      log_error("doctor: NCCL headers %s and library %s differ: device-API "
+                "binaries would break (set [build] nccl_home)",
+                hv, lv);
+      rc = CMD_FAIL;
+    }
+  }
+  json_decref(d);
+  return rc;
+}

@@ -1,0 +1,113 @@
+/* main.c - cuco's entry point: global flags and the subcommand table. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "config.h"
+#include "log.h"
+#include "settings.h"
+#include "version.h"
+
+static const struct cmd commands[] = {
+    {"doctor", cmd_doctor, "probe this machine: CPU, OS, CUDA, NCCL, GPUs",
+     "usage: cuco doctor [--json] [-o FILE] [--llm]\n"
+     "\n"
+     "Probe the machine every result is recorded with: CPU, OS, nvcc,\n"
+     "NCCL headers and library (and whether they match), GPUs with the\n"
+     "link matrix (nvidia-smi topo -m), MPI launchers, and which LLM\n"
+     "settings are present (secrets are never printed).\n"
+     "\n"
+     "  --json      print the description as JSON\n"
+     "  -o FILE     also write the JSON description to FILE\n"
+     "  --llm       send one tiny request to each configured model\n"},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct cmd *cmd_find(const char *name)
+{
+  size_t i;
+
+  for (i = 0; i < NCOMMANDS; i++)
+    if (!strcmp(commands[i].name, name))
+      return &commands[i];
+  return NULL;
+}
+
+static void usage(FILE *f)
+{
+  size_t i;
+
+  fprintf(f, "usage: cuco [-v|-q] [--config FILE] COMMAND [ARGS]\n\n"
+             "cuco co-designs computation and communication of multi-GPU\n"
+             "CUDA programs.  Commands:\n\n");
+  for (i = 0; i < NCOMMANDS; i++)
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\n'cuco COMMAND --help' describes one command.\n");
+}
+
+int main(int argc, char **argv)
+{
+  static const struct option opts[] = {
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {"verbose", no_argument, NULL, 'v'},
+      {"quiet", no_argument, NULL, 'q'},
+      {"config", required_argument, NULL, 'c'},
+      {NULL, 0, NULL, 0}};
+  struct cmd_ctx ctx = {NULL, NULL, NULL};
+  const struct cmd *c;
+  const char *cfgpath = NULL;
+  struct err e = {0, ""};
+  int opt, rc;
+
+  /* '+' stops at the first non-option: the rest belongs to the command. */
+  while ((opt = getopt_long(argc, argv, "+hVvqc:", opts, NULL)) != -1) {
+    switch (opt) {
+    case 'h':
+      usage(stdout);
+      return CMD_OK;
+    case 'V':
+      printf("cuco %s\n", CUCO_VERSION);
+      return CMD_OK;
+    case 'v':
+      log_set_level(LOG_DEBUG);
+      break;
+    case 'q':
+      log_set_level(LOG_WARN);
+      break;
+    case 'c':
+      cfgpath = optarg;
+      break;
+    default:
+      usage(stderr);
+      return CMD_USAGE;
+    }
+  }
+  if (optind >= argc) {
+    usage(stderr);
+    return CMD_USAGE;
+  }
+  c = cmd_find(argv[optind]);
+  if (!c) {
+    fprintf(stderr, "cuco: '%s' is not a cuco command\n\n", argv[optind]);
+    usage(stderr);
+    return CMD_USAGE;
+  }
+  ctx.self = c;
+  if (settings_load(&ctx, cfgpath, &e)) {
+    fprintf(stderr, "cuco: %s\n", e.msg);
+    return CMD_FAIL;
+  }
+  {
+    /* Each command parses its own options, with argv[0] = its name. */
+    int first = optind;
+    optind = 0; /* 0 makes glibc's getopt reinitialise fully */
+    rc = c->fn(&ctx, argc - first, argv + first);
+  }
+  config_free(ctx.cfg);
+  return rc;
+}

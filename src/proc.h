@@ -1,0 +1,71 @@
+/* proc.h - the only way cuco starts children.
+ *
+ * A child runs in its own process group with an explicit argv, an explicit
+ * environment and working directory.  Its stdout and stderr are captured
+ * up to a cap each.  Past the deadline the whole group gets SIGTERM, then
+ * SIGKILL after a grace period; grandchildren die with it.  The outcome
+ * (exit status, signal, timeout) is reported distinctly.
+ */
+#ifndef CUCO_PROC_H
+#define CUCO_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "buf.h"
+#include "err.h"
+
+struct proc_opts {
+  const char *const *argv; /* argv[0] is looked up in PATH of envp */
+  const char *const *envp; /* full environment of the child; NULL = empty */
+  const char *cwd;         /* NULL = inherit */
+  const char *stdin_path;  /* NULL = /dev/null */
+  double timeout_s;        /* <= 0: no deadline */
+  double grace_s;          /* SIGTERM -> SIGKILL delay; <= 0: 2 s */
+  size_t out_max;          /* cap on captured stdout; 0: 1 MiB */
+  size_t err_max;          /* cap on captured stderr; 0: 1 MiB */
+  int echo;                /* also copy the child's output to ours */
+};
+
+enum proc_outcome {
+  PROC_EXITED = 0,   /* exit_code is valid */
+  PROC_SIGNALED = 1, /* term_signal is valid */
+  PROC_TIMEDOUT = 2, /* killed by us at the deadline */
+};
+
+struct proc_result {
+  enum proc_outcome outcome;
+  int exit_code;
+  int term_signal;
+  pid_t pid;
+  double wall_s;
+  struct buf out; /* captured stdout, out.toobig if cut */
+  struct buf err; /* captured stderr, err.toobig if cut */
+};
+
+/* Run a child to completion.  On success (the child ran, whatever its exit
+ * status) returns 0 and fills *res, which the caller frees with
+ * proc_result_release().  Returns ERR_PROC if it could not be started. */
+int proc_run(const struct proc_opts *o, struct proc_result *res,
+             struct err *e) WARN_UNUSED;
+
+void proc_result_release(struct proc_result *res);
+
+/* True when the child exited with status 0. */
+int proc_ok(const struct proc_result *res);
+
+/* One line describing the outcome: "exit 3", "signal 11 (SIGSEGV)",
+ * "timed out after 5.0 s".  Writes into buf of size n; returns buf. */
+const char *proc_describe(const struct proc_result *res, char *buf, size_t n);
+
+/* Build a NULL-terminated environment holding only the variables named in
+ * `allow` that are set in ours, then `extra` ("K=V" strings, may be NULL).
+ * The caller frees it with proc_env_free(). */
+char **proc_env_new(const char *const *allow, const char *const *extra);
+void proc_env_free(char **envp);
+
+/* The default allow-list: PATH, HOME, LANG, LD_LIBRARY_PATH, CUDA_*,
+ * NCCL_*, TMPDIR and the like; never API keys. */
+extern const char *const proc_env_default_allow[];
+
+#endif

@@ -1,0 +1,186 @@
+/* toolchain.c - probe nvcc, CUDA and NCCL; see toolchain.h. */
+#define _GNU_SOURCE
+#include "toolchain.h"
+
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "proc.h"
+
+static int path_exists(const char *dir, const char *file)
+{
+  char p[TC_PATH * 2];
+
+  snprintf(p, sizeof(p), "%s/%s", dir, file);
+  return access(p, R_OK) == 0;
+}
+
+static void copy(char *dst, const char *src)
+{
+  snprintf(dst, TC_PATH, "%s", src);
+}
+
+/* Run a command and return its stdout (trimmed) in out; 0 on exit 0. */
+static int capture(const char *const *argv, char *out, size_t n)
+{
+  char **env = proc_env_new(proc_env_default_allow, NULL);
+  struct proc_opts o = {0};
+  struct proc_result r;
+  struct err e;
+  int rc;
+
+  o.argv = argv;
+  o.envp = (const char *const *)env;
+  o.timeout_s = 30;
+  o.out_max = 64 * 1024;
+  rc = proc_run(&o, &r, &e);
+  proc_env_free(env);
+  if (rc)
+    return rc;
+  snprintf(out, n, "%s", buf_str(&r.out));
+  rc = proc_ok(&r) ? 0 : ERR_PROC;
+  proc_result_release(&r);
+  n = strlen(out);
+  while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+    out[--n] = '\0';
+  return rc;
+}
+
+static int find_in_path(const char *name, char *out)
+{
+  const char *path = getenv("PATH");
+  char cand[TC_PATH];
+
+  while (path && *path) {
+    size_t len = strcspn(path, ":");
+    snprintf(cand, sizeof(cand), "%.*s/%s", (int)len, path, name);
+    if (len && access(cand, X_OK) == 0) {
+      copy(out, cand);
+      return 1;
+    }
+    path += len;
+    if (*path == ':')
+      path++;
+  }
+  return 0;
+}
+
+static int header_version(const char *incdir)
+{
+  char p[TC_PATH * 2], line[256];
+  int major = -1, minor = -1, patch = -1;
+  FILE *f;
+
+  snprintf(p, sizeof(p), "%s/nccl.h", incdir);
+  f = fopen(p, "r");
+  if (!f)
+    return 0;
+  while (fgets(line, sizeof(line), f)) {
+    sscanf(line, "#define NCCL_MAJOR %d", &major);
+    sscanf(line, "#define NCCL_MINOR %d", &minor);
+    sscanf(line, "#define NCCL_PATCH %d", &patch);
+  }
+  fclose(f);
+  if (major < 0 || minor < 0 || patch < 0)
+    return 0;
+  /* NCCL_VERSION(X,Y,Z) for 2.9+: X*10000 + Y*100 + Z */
+  return major * 10000 + minor * 100 + patch;
+}
+
+static int library_version(const char *libdir)
+{
+  char p[TC_PATH * 2];
+  int (*get)(int *);
+  void *h;
+  int v = 0;
+
+  snprintf(p, sizeof(p), "%s/libnccl.so.2", libdir);
+  h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    return 0;
+  *(void **)&get = dlsym(h, "ncclGetVersion");
+  if (!get || get(&v) != 0)
+    v = 0;
+  dlclose(h);
+  return v;
+}
+
+static void find_nccl(const struct config *cfg, struct toolchain *tc)
+{
+  const char *home = config_get(cfg, "build", "nccl_home", NULL);
+  char dir[TC_PATH];
+  const char *const py[] = {
+      "python3", "-c",
+      "import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])", NULL};
+
+  if (home) {
+    snprintf(tc->nccl_include, TC_PATH, "%s/include", home);
+    snprintf(tc->nccl_lib, TC_PATH, "%s/lib", home);
+  } else if (capture(py, dir, sizeof(dir)) == 0 &&
+             path_exists(dir, "include/nccl.h")) {
+    snprintf(tc->nccl_include, TC_PATH, "%s/include", dir);
+    snprintf(tc->nccl_lib, TC_PATH, "%s/lib", dir);
+  } else if (tc->cuda_home[0]) {
+    snprintf(tc->nccl_include, TC_PATH, "%s/include", tc->cuda_home);
+    copy(tc->nccl_lib, tc->cuda_lib);
+  }
+  if (!path_exists(tc->nccl_include, "nccl.h"))
+    tc->nccl_include[0] = '\0';
+  if (!path_exists(tc->nccl_lib, "libnccl.so.2")) {
+    if (tc->cuda_lib[0] && path_exists(tc->cuda_lib, "libnccl.so.2"))
+      copy(tc->nccl_lib, tc->cuda_lib);
+    else
+      tc->nccl_lib[0] = '\0';
+  }
+  if (tc->nccl_include[0])
+    tc->nccl_header_version = header_version(tc->nccl_include);
+  if (tc->nccl_lib[0])
+    tc->nccl_library_version = library_version(tc->nccl_lib);
+}
+
+int tc_probe(const struct config *cfg, struct toolchain *tc, struct err *e)
+{
+  const char *nvcc = config_get(cfg, "build", "nvcc", NULL);
+  char out[4096], tmp[TC_PATH];
+  const char *v;
+
+  memset(tc, 0, sizeof(*tc));
+  snprintf(tc->arch, sizeof(tc->arch), "%s",
+           config_get(cfg, "build", "arch", "sm_90"));
+  if (nvcc)
+    copy(tc->nvcc, nvcc);
+  else if (!find_in_path("nvcc", tc->nvcc) &&
+           access("/usr/local/cuda/bin/nvcc", X_OK) == 0)
+    copy(tc->nvcc, "/usr/local/cuda/bin/nvcc");
+  if (tc->nvcc[0]) {
+    const char *const argv[] = {tc->nvcc, "--version", NULL};
+    if (access(tc->nvcc, X_OK) != 0)
+      return err_set(e, ERR_BUILD, "nvcc '%s' is not executable", tc->nvcc);
+    if (capture(argv, out, sizeof(out)))
+      return err_set(e, ERR_BUILD,
+                     "'%s --version' failed: the CUDA "
+                     "toolchain is broken",
+                     tc->nvcc);
+    v = strstr(out, ", V");
+    if (v)
+      sscanf(v + 3, "%63s", tc->nvcc_version);
+    copy(tmp, tc->nvcc);
+    copy(tc->cuda_home, dirname(dirname(tmp)));
+    snprintf(tc->cuda_lib, TC_PATH, "%s/lib64", tc->cuda_home);
+  }
+  find_nccl(cfg, tc);
+  return 0;
+}
+
+void tc_version_str(int code, char *buf, unsigned n)
+{
+  if (!code)
+    snprintf(buf, n, "unknown");
+  else
+    snprintf(buf, n, "%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
+}

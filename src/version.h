@@ -1,0 +1,4 @@
+#ifndef CUCO_VERSION_H
+#define CUCO_VERSION_H
+#define CUCO_VERSION "0.1.0"
+#endif
