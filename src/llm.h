@@ -123,6 +123,8 @@ struct llm_model {
   int price_from_table;  /* 1: prices are cuco's built-in defaults */
   double weight;         /* sampling weight (> 0) */
   char anthropic_version[32]; /* anthropic-version header */
+  int reasoning; /* OpenAI reasoning model (o1/o3/o4/gpt-5 by default):
+                    max_completion_tokens, no temperature */
 };
 
 /* One recorded call, as the database stores it (llm_calls).  All strings
