@@ -225,13 +225,18 @@ static void wipe(char *s)
     *v++ = '\0';
 }
 
-/* One line of at most n bytes of body: control characters become spaces. */
+/* One line of at most n bytes of body: control characters and runs of
+ * blanks become one space (pretty-printed JSON stays readable). */
 static void excerpt(const char *body, size_t len, char *out, size_t n)
 {
   size_t i, j = 0;
 
-  for (i = 0; i < len && j + 1 < n; i++)
-    out[j++] = (unsigned char)body[i] < 0x20 ? ' ' : body[i];
+  for (i = 0; i < len && j + 1 < n; i++) {
+    char ch = (unsigned char)body[i] < 0x20 ? ' ' : body[i];
+    if (ch == ' ' && (j == 0 || out[j - 1] == ' '))
+      continue;
+    out[j++] = ch;
+  }
   out[j] = '\0';
 }
 

@@ -40,7 +40,8 @@ char *llm_anthropic_body(const struct llm_model *m,
   if (json_array_size(msgs) != r->n_messages ||
       (r->system && *r->system && !json_object_get(root, "system")))
     goto out;
-  out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                             JSON_REAL_PRECISION(10));
 out:
   json_decref(msgs);
   json_decref(root);

@@ -46,7 +46,8 @@ char *llm_openai_body(const struct llm_model *m, const struct llm_request *r,
   if (json_array_size(msgs) !=
       r->n_messages + (r->system && *r->system ? 1 : 0))
     goto out;
-  out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                             JSON_REAL_PRECISION(10));
 out:
   json_decref(msgs);
   json_decref(root);
