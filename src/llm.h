@@ -23,10 +23,12 @@
 #define CUCO_LLM_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "err.h"
 
 struct config;
+struct json_t;
 
 enum llm_provider {
   LLM_PROVIDER_OPENAI = 0,    /* OpenAI-compatible /chat/completions */
@@ -218,6 +220,19 @@ struct llm_embedding {
 int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
               struct llm_embedding *out, struct err *e) WARN_UNUSED;
 void llm_embedding_release(struct llm_embedding *emb);
+
+/* `cuco doctor --llm`: build the pool from cfg and send one tiny request
+ * ("Reply with the word ok.", max 16 tokens, purpose "doctor", budget not
+ * applied) to every configured model, one after the other.  Prints one
+ * line per model to out (NULL: nothing): name, provider, model, outcome,
+ * latency, and the error when it failed.  A truncated answer counts as a
+ * pass (the endpoint, model and key work).  When report is non-NULL it
+ * gets a new JSON array of {name, provider, model, outcome, latency_s,
+ * tokens_in, tokens_out, cost_usd, error}.  Returns the number of models
+ * that failed (0 = all answered), or a negative code with *e when the
+ * configuration is bad or no model is configured (ERR_CONFIG). */
+int llm_check_models(const struct config *cfg, FILE *out,
+                     struct json_t **report, struct err *e);
 
 /* Provider internals (llm_openai.c, llm_anthropic.c); not for agents. */
 /* Build the request body (JSON text, malloc'd) for m and req. */
