@@ -11,8 +11,8 @@ int llm_check_models(const struct config *cfg, FILE *out, json_t **report,
 {
   static const struct llm_message msg[] = {
       {LLM_ROLE_USER, "Reply with the word ok."}};
-  const struct llm_request req = {NULL, msg, 1, -1, 16, NULL, 0, "doctor",
-                                  NULL};
+  const struct llm_request req = {NULL, msg, 1,        -1,  16,
+                                  NULL, 0,   "doctor", NULL};
   struct llm_pool *p = llm_pool_new(cfg, e);
   json_t *arr = NULL;
   size_t i, n;
@@ -51,15 +51,14 @@ int llm_check_models(const struct config *cfg, FILE *out, json_t **report,
     if (arr)
       json_array_append_new(
           arr,
-          json_pack("{s:s, s:s, s:s, s:s, s:b, s:f, s:I, s:I, s:f, s:s}",
-                    "name", m->name, "provider",
-                    m->provider == LLM_PROVIDER_ANTHROPIC ? "anthropic"
-                                                          : "openai",
-                    "model", m->model, "outcome", llm_outcome_name(r.outcome),
-                    "passed", pass, "latency_s", r.latency_s, "tokens_in",
-                    (json_int_t)r.tokens_in, "tokens_out",
-                    (json_int_t)r.tokens_out, "cost_usd", r.cost_usd, "error",
-                    pass ? "" : ce.msg));
+          json_pack(
+              "{s:s, s:s, s:s, s:s, s:b, s:f, s:I, s:I, s:f, s:s}", "name",
+              m->name, "provider",
+              m->provider == LLM_PROVIDER_ANTHROPIC ? "anthropic" : "openai",
+              "model", m->model, "outcome", llm_outcome_name(r.outcome),
+              "passed", pass, "latency_s", r.latency_s, "tokens_in",
+              (json_int_t)r.tokens_in, "tokens_out", (json_int_t)r.tokens_out,
+              "cost_usd", r.cost_usd, "error", pass ? "" : ce.msg));
     llm_response_release(&r);
   }
   llm_pool_free(p);

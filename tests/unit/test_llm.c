@@ -17,9 +17,9 @@
 #include "http.h"
 #include "llm.h"
 
-#define KEY     "sk-test-secret-value-0000"
-#define KEYENV  "CUCO_TEST_LLM_KEY"
-#define DATA    "tests/data/llm/"
+#define KEY    "sk-test-secret-value-0000"
+#define KEYENV "CUCO_TEST_LLM_KEY"
+#define DATA   "tests/data/llm/"
 
 /* What the recorder saw. */
 static int n_records;
@@ -99,9 +99,15 @@ static struct llm_pool *pool_for(const char *provider, const char *url,
 static const struct llm_message std_msgs[] = {
     {LLM_ROLE_USER, "Make it faster."}};
 static const char *const std_stop[] = {"<END>"};
-static const struct llm_request std_req = {
-    "You are a CUDA expert.", std_msgs, 1, 0.7, 512, std_stop, 1, "mutate",
-    NULL};
+static const struct llm_request std_req = {"You are a CUDA expert.",
+                                           std_msgs,
+                                           1,
+                                           0.7,
+                                           512,
+                                           std_stop,
+                                           1,
+                                           "mutate",
+                                           NULL};
 
 /* Run std_req against scenario DATA/prov/name; fake sleeps when fake. */
 static int run_case(const char *prov, const char *name, const char *extra,
@@ -162,8 +168,7 @@ static void test_openai_ok(void **state)
       "\"You are a CUDA expert.\"},{\"role\":\"user\",\"content\":\"Make it "
       "faster.\"}],\"max_tokens\":512,\"temperature\":0.7,\"stop\":[\"<END>\""
       "]}");
-  assert_string_equal(fakellm_header(reqs, 0, "authorization"),
-                      "Bearer " KEY);
+  assert_string_equal(fakellm_header(reqs, 0, "authorization"), "Bearer " KEY);
   assert_string_equal(fakellm_header(reqs, 0, "content-type"),
                       "application/json");
   assert_null(fakellm_header(reqs, 0, "x-api-key"));
@@ -311,8 +316,7 @@ static void test_failures(void **state)
   (void)state;
   for (i = 0; i < 2; i++) {
     const char *p = provs[i];
-    fail_case(p, "ratelimit_always", NULL, ERR_HTTP, LLM_RATELIMIT, 3,
-              "429");
+    fail_case(p, "ratelimit_always", NULL, ERR_HTTP, LLM_RATELIMIT, 3, "429");
     fail_case(p, "timeout", "timeout = 0.3\n", ERR_TIMEOUT, LLM_TIMEOUT, 1,
               "timed out");
     fail_case(p, "malformed", NULL, ERR_LLM, LLM_MALFORMED, 1,
@@ -585,9 +589,9 @@ static void test_parsers(void **state)
 
   (void)state;
   memset(&r, 0, sizeof(r));
-  assert_int_equal(llm_openai_parse(oa_parts, strlen(oa_parts), &r, why,
-                                    sizeof(why)),
-                   LLM_OK);
+  assert_int_equal(
+      llm_openai_parse(oa_parts, strlen(oa_parts), &r, why, sizeof(why)),
+      LLM_OK);
   assert_string_equal(r.text, "abcd");
   llm_response_release(&r);
   memset(&r, 0, sizeof(r));
@@ -599,9 +603,9 @@ static void test_parsers(void **state)
   memset(&r, 0, sizeof(r));
   assert_int_equal(llm_openai_parse("[1]", 3, &r, why, sizeof(why)),
                    LLM_MALFORMED);
-  assert_int_equal(llm_anthropic_parse("{\"content\":[]}", 14, &r, why,
-                                       sizeof(why)),
-                   LLM_EMPTY);
+  assert_int_equal(
+      llm_anthropic_parse("{\"content\":[]}", 14, &r, why, sizeof(why)),
+      LLM_EMPTY);
   llm_response_release(&r);
   assert_true(http_parse_retry_after("3") == 3);
   assert_true(http_parse_retry_after(" 2 \r\n") == 2);
@@ -638,8 +642,7 @@ static void test_embeddings(void **state)
   assert_string_equal(fakellm_field(reqs, 0, "body"),
                       "{\"model\":\"text-embedding-3-small\",\"input\":[\"a\","
                       "\"b\"]}");
-  assert_string_equal(fakellm_header(reqs, 0, "authorization"),
-                      "Bearer " KEY);
+  assert_string_equal(fakellm_header(reqs, 0, "authorization"), "Bearer " KEY);
   assert_string_equal(rec_purpose, "embed");
   llm_embedding_release(&emb);
   json_decref(reqs);
