@@ -275,6 +275,8 @@ static int check_budget(struct llm_pool *p, struct err *e)
  * variable).  *key is NULL for a model without api_key_env. */
 static int get_key(const struct llm_model *m, const char **key, struct err *e)
 {
+  const char *p;
+
   *key = NULL;
   if (!m->api_key_env[0])
     return 0;
@@ -284,6 +286,13 @@ static int get_key(const struct llm_model *m, const char **key, struct err *e)
                    "llm %s (%s): environment variable %s (api_key_env) is "
                    "not set or empty",
                    m->name, m->model, m->api_key_env);
+  /* A line break in the key would end the header and start another. */
+  for (p = *key; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      return err_set(e, ERR_CONFIG,
+                     "llm %s: environment variable %s holds a control "
+                     "character (a line break?)",
+                     m->name, m->api_key_env);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,6 +425,67 @@ static void test_no_key(void **state)
   llm_pool_free(p);
 }
 
+static void test_key_with_newline(void **state)
+{
+  struct llm_pool *p = pool_for("openai", "http://127.0.0.1:1", NULL);
+  struct llm_response r;
+  struct err e = {0, ""};
+
+  (void)state;
+  setenv(KEYENV, "sk-abc\r\nX-Evil: 1", 1);
+  assert_int_equal(llm_chat(p, NULL, &std_req, &r, &e), ERR_CONFIG);
+  assert_int_equal(r.outcome, LLM_NOKEY);
+  assert_non_null(strstr(e.msg, "control character"));
+  assert_null(strstr(e.msg, "sk-abc"));
+  llm_pool_free(p);
+}
+
+struct thread_arg {
+  struct llm_pool *p;
+  int rc;
+};
+
+static void *chat_thread(void *ud)
+{
+  struct thread_arg *a = ud;
+  struct llm_response r;
+  struct err e = {0, ""};
+
+  a->rc = llm_chat(a->p, NULL, &std_req, &r, &e);
+  llm_response_release(&r);
+  return NULL;
+}
+
+/* Four threads on one pool: every call counted and recorded once. */
+static void test_concurrent_calls(void **state)
+{
+  struct thread_arg a[4];
+  pthread_t t[4];
+  struct fakellm f;
+  struct llm_pool *p;
+  json_t *reqs;
+  int i;
+
+  (void)state;
+  assert_int_equal(fakellm_start(&f, DATA "openai/four_ok"), 0);
+  p = pool_for("openai", f.url, NULL);
+  llm_pool_set_recorder(p, recorder, NULL);
+  for (i = 0; i < 4; i++) {
+    a[i].p = p;
+    assert_int_equal(pthread_create(&t[i], NULL, chat_thread, &a[i]), 0);
+  }
+  for (i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    assert_int_equal(a[i].rc, 0);
+  }
+  reqs = fakellm_stop(&f);
+  assert_int_equal(json_array_size(reqs), 4);
+  assert_int_equal(n_records, 4);
+  assert_true(fabs(llm_pool_spent(p) - 4 * 0.0052) < 1e-12);
+  json_decref(reqs);
+  llm_pool_free(p);
+}
+
 static void test_budget(void **state)
 {
   struct fakellm f;
@@ -667,6 +729,8 @@ int main(void)
       cmocka_unit_test_setup(test_retry_after_really_waits, setup),
       cmocka_unit_test_setup(test_retry_after_capped, setup),
       cmocka_unit_test_setup(test_no_key, setup),
+      cmocka_unit_test_setup(test_key_with_newline, setup),
+      cmocka_unit_test_setup(test_concurrent_calls, setup),
       cmocka_unit_test_setup(test_budget, setup),
       cmocka_unit_test_setup(test_pool_sampling, setup),
       cmocka_unit_test_setup(test_config_errors, setup),
