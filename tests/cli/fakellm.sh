@@ -9,6 +9,8 @@
 #
 # FAKELLM_LOG holds one JSON object per request (see tests/data/llm/README.md).
 FAKELLM_BIN=${FAKELLM_BIN:-$ROOT/${BUILD:-build}/tests/fakellm}
+# libcurl honours proxy variables; the fake server is on loopback.
+unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY
 FAKELLM_PID=
 _fakellm_n=0
 

@@ -64,6 +64,13 @@ static int setup(void **state)
   n_sleeps = 0;
   buf_reset(&rec_all);
   setenv(KEYENV, KEY, 1);
+  /* libcurl honours proxy variables; the fake server is on loopback. */
+  unsetenv("http_proxy");
+  unsetenv("HTTP_PROXY");
+  unsetenv("https_proxy");
+  unsetenv("HTTPS_PROXY");
+  unsetenv("all_proxy");
+  unsetenv("ALL_PROXY");
   return 0;
 }
 
