@@ -313,6 +313,7 @@ static int post(struct llm_pool *p, const struct llm_model *m,
   struct http_opts o;
   int rc;
 
+  memset(h, 0, sizeof(*h)); /* releasable even when we fail early */
   snprintf(url, sizeof(url), "%s%s", m->base_url, path);
   if (key) {
     alen = strlen(key) + 32;
@@ -513,6 +514,7 @@ static int parse_embed(const char *body, size_t len, size_t n,
   json_t *root = json_loadb(body, len, 0, &je), *data, *item, *vec, *x;
   size_t i, j, dim = 0;
   int rc = LLM_MALFORMED;
+  char *seen = NULL;
 
   if (!json_is_object(root)) {
     snprintf(why, wl, "embeddings response is not a JSON object");
@@ -535,7 +537,8 @@ static int parse_embed(const char *body, size_t len, size_t n,
     goto out;
   }
   out->data = calloc(n * dim, sizeof(float));
-  if (!out->data) {
+  seen = calloc(n, 1);
+  if (!out->data || !seen) {
     snprintf(why, wl, "out of memory");
     goto out;
   }
@@ -544,10 +547,11 @@ static int parse_embed(const char *body, size_t len, size_t n,
     json_t *ix = json_object_get(item, "index");
     size_t row = json_is_integer(ix) ? (size_t)json_integer_value(ix) : i;
     vec = json_object_get(item, "embedding");
-    if (row >= n || json_array_size(vec) != dim) {
+    if (row >= n || seen[row] || json_array_size(vec) != dim) {
       snprintf(why, wl, "embedding %zu has a bad index or dimension", i);
       goto out;
     }
+    seen[row] = 1;
     json_array_foreach(vec, j, x)
     {
       if (!json_is_number(x)) {
@@ -561,6 +565,7 @@ static int parse_embed(const char *body, size_t len, size_t n,
   out->dim = dim;
   rc = LLM_OK;
 out:
+  free(seen);
   json_decref(root);
   return rc;
 }
@@ -581,6 +586,9 @@ int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
   memset(&resp, 0, sizeof(resp));
   if (!p->has_embed)
     return err_set(e, ERR_NOTFOUND, "no embedding endpoint ([embed] model)");
+  if (n == 0 || n > 4096)
+    return err_set(e, ERR_USAGE, "llm embed: %zu texts (1 to 4096 allowed)",
+                   n);
   if ((rc = check_budget(p, e)) || (rc = get_key(m, &key, e)))
     return rc;
   snprintf(resp.provider, sizeof(resp.provider), "openai");
@@ -593,7 +601,7 @@ int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
   if (json_array_size(in) == n)
     body = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(root);
-  if (!body || !n)
+  if (!body)
     return err_set(e, ERR_PARSE, "llm embed: cannot encode %zu texts", n);
   hrc = post(p, m, "/embeddings", key, body, &h, e);
   free(body);

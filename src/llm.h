@@ -198,9 +198,13 @@ int llm_default_price(const char *model, double *in, double *out);
  * *e holding one line (never the key) and resp->outcome the kind:
  * ERR_BUDGET (budget), ERR_CONFIG (nokey), ERR_TIMEOUT (timeout),
  * ERR_HTTP (transport, http, auth, ratelimit, server), ERR_TOOBIG
- * (toobig), ERR_LLM (malformed, empty, refusal, truncated).  resp is
+ * (toobig), ERR_LLM (malformed, empty, refusal, truncated); also
+ * ERR_CONFIG when no model is configured, ERR_INTERNAL for a request
+ * without messages, ERR_PARSE when the prompt is not valid UTF-8.  resp is
  * filled as far as known in every case (tokens and cost too, so a
- * truncated answer still counts against the budget). */
+ * truncated answer still counts against the budget); release it with
+ * llm_response_release() whatever the result.  Blocks for up to
+ * (1 + max_retries) * timeout plus the waits. */
 int llm_chat(struct llm_pool *p, const struct llm_model *m,
              const struct llm_request *req, struct llm_response *resp,
              struct err *e) WARN_UNUSED;
@@ -217,9 +221,10 @@ struct llm_embedding {
   double cost_usd;
 };
 
-/* Embed n texts.  Same errors as llm_chat (ERR_NOTFOUND when no [embed]
- * is configured); recorded with purpose "embed".  Free with
- * llm_embedding_release(). */
+/* Embed n texts (1..4096).  Same errors as llm_chat (ERR_NOTFOUND when
+ * no [embed] is configured, ERR_USAGE for n out of range); recorded with
+ * purpose "embed" and counted against the budget.  Row i of out->data is
+ * texts[i]'s vector.  Free with llm_embedding_release(). */
 int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
               struct llm_embedding *out, struct err *e) WARN_UNUSED;
 void llm_embedding_release(struct llm_embedding *emb);
