@@ -384,6 +384,15 @@ static void test_transport_error(void **state)
   assert_int_equal(n_records, 1);
   assert_string_equal(rec_outcome, "transport");
   llm_pool_free(p);
+  /* A URL curl cannot parse will not improve: no retry. */
+  n_sleeps = 0;
+  p = pool_for("openai", "http://[::1", NULL);
+  llm_pool_set_sleep(p, fake_sleep, NULL);
+  assert_int_equal(llm_chat(p, NULL, &std_req, &r, &e), ERR_HTTP);
+  assert_int_equal(r.outcome, LLM_TRANSPORT);
+  assert_int_equal(r.attempts, 1);
+  assert_int_equal(n_sleeps, 0);
+  llm_pool_free(p);
 }
 
 /* The real sleep path: Retry-After: 1 makes the call last >= 1 s. */
