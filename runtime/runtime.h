@@ -1,6 +1,6 @@
 /* runtime/runtime.h - the workload ABI of the cuco GPU runtime (plain C).
  *
- * A workload binary = runtime/*.cu (this harness, with main) + the workload's
+ * A workload binary = the runtime .cu files (this harness, with main) + the workload's
  * reference.cu (trusted, frozen) + ONE implementation (baseline.cu, seed.cu
  * or a candidate).  The implementation defines wl_setup/wl_step/wl_teardown;
  * the reference defines wl_reference.  Everything else (ranks, NCCL, inputs,
