@@ -98,7 +98,7 @@ template <typename... T> struct vnccl_unsupported {
 };
 #define VNCCL_UNSUPPORTED(what)                                                                    \
   "cuco vranks: " what " is not supported by the virtual-rank emulation (runtime/vnccl.cuh); "     \
-  "virtual mode tests LSA protocols only. Guard it out of the -DCUCO_VRANKS build or use LSA"
+  "virtual mode tests LSA protocols only (GIN, LL all-to-all and multimem are not emulated)"
 
 ////////////////////////////////////////////////////////////////////////////////
 // Types (layouts of the public fields follow 2.28.9)
