@@ -115,7 +115,7 @@ __global__ void vr_peer_ptrs(ncclDevComm dc, ncclWindow_t win) {
 // chunk b of the n elements, both to send and to read back.
 enum vr_ag_variant {
   VR_AG_OK = 0,       // barrier, correct
-  VR_AG_NOWAIT = 1,   // cheat: reads before waiting (arrive, read, wait)
+  VR_AG_NOWAIT = 1,   // cheat: reads before any wait (arrive, write, read, wait, sync)
   VR_AG_SKIP = 2,     // cheat: the last rank skips its sends
   VR_AG_STALE = 3,    // cheat: flags set to a constant 1 (stale after step 0)
   VR_AG_FLAG_OK = 4,  // flags carry the step sequence number, correct
@@ -131,23 +131,28 @@ __global__ void vr_allgather(ncclDevComm dc, ncclWindow_t yWin, ncclWindow_t fla
   const bool skip = V == VR_AG_SKIP && dc.rank == dc.nRanks - 1;
   if (V == VR_AG_OK || V == VR_AG_NOWAIT || V == VR_AG_SKIP) {
     ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), dc, ncclTeamTagLsa(), (uint32_t)b);
-    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel); // peers are in this step
+    // The cheat arrives but postpones every wait until after its reads (same
+    // arrive/wait counts as the correct protocol, so epochs stay in step).
+    if (V == VR_AG_NOWAIT)
+      bar.arrive(ncclCoopCta(), cuda::memory_order_relaxed);
+    else
+      bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel); // peers are in this step
     if (!skip)
       for (int q = 0; q < R; ++q) {
         float *dst = (float *)ncclGetLsaPointer(yWin, (size_t)me * n * sizeof(float), q);
         for (int i = i0 + threadIdx.x; i < i1; i += blockDim.x)
           dst[i] = x[i];
       }
-    if (V == VR_AG_NOWAIT)
-      bar.arrive(ncclCoopCta(), cuda::memory_order_release);
-    else
+    if (V != VR_AG_NOWAIT)
       bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
     const float *y = (const float *)ncclGetLocalPointer(yWin, 0);
     for (int p = 0; p < R; ++p)
       for (int i = i0 + threadIdx.x; i < i1; i += blockDim.x)
         out[(size_t)p * n + i] = y[(size_t)p * n + i];
-    if (V == VR_AG_NOWAIT)
-      bar.wait(ncclCoopCta(), cuda::memory_order_acquire); // too late: already read
+    if (V == VR_AG_NOWAIT) { // too late: already read
+      bar.wait(ncclCoopCta(), cuda::memory_order_acquire);
+      bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+    }
   } else {
     const unsigned long long mark = V == VR_AG_STALE ? 1ull : seq;
     for (int q = 0; q < R; ++q) {

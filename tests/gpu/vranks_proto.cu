@@ -6,7 +6,7 @@
 //   vranks_proto --test NAME --vranks R [--lsa L] [--steps N] [--iters N]
 //                [--delay-us U] [--seed S] [--out FILE]
 //   tests: barrier_cta barrier_warp peers epochs allgather flag_ok
-//          cheat_nowait cheat_skip cheat_stale hang bad_peer
+//          cheat_nowait cheat_skip cheat_stale coresidency hang bad_peer
 //   exit: 0 passed, 3 protocol errors found, 4 setup/CUDA error, 2 usage
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +231,25 @@ template <int V> bool run_allgather(harness &h) {
   return true;
 }
 
+// ---------------------------------------------------------------- co-residency
+// The check must accept the largest grid whose R copies fit and refuse one
+// CTA more, with a message.
+bool run_coresidency(harness &h) {
+  const void *k = (const void *)vr_allgather<VR_AG_OK>;
+  long cap = 0;
+  if (vnccl_check_coresident(k, 1, 256, 0, h.R, &cap, h.err, sizeof h.err) != 0)
+    return false;
+  int fit = (int)(cap / h.R);
+  char msg[512] = "";
+  unsigned long long bad = 0;
+  bad += fit < 1 || vnccl_check_coresident(k, fit, 256, 0, h.R, nullptr, msg, sizeof msg) != 0;
+  bad += vnccl_check_coresident(k, fit + 1, 256, 0, h.R, nullptr, msg, sizeof msg) != -1;
+  bad += strstr(msg, "cannot all be resident") == nullptr;
+  fprintf(stderr, "capacity %ld CTAs; grid %d x %d ranks fits; refusal: %s\n", cap, fit, h.R, msg);
+  h.checks.push_back({0, 0, bad});
+  return true;
+}
+
 // ---------------------------------------------------------------- deliberate faults
 bool run_hang(harness &h) {
   std::vector<ncclDevComm> dc;
@@ -271,6 +290,8 @@ bool run_test(harness &h) {
     return run_allgather<VR_AG_SKIP>(h);
   if (!strcmp(t, "cheat_stale"))
     return run_allgather<VR_AG_STALE>(h);
+  if (!strcmp(t, "coresidency"))
+    return run_coresidency(h);
   if (!strcmp(t, "hang"))
     return run_hang(h);
   if (!strcmp(t, "bad_peer"))
