@@ -73,7 +73,62 @@ if grep -q "ncclGetLsaPointer: LSA peer out of range" "$LOG"; then ok "bad peer 
 else not_ok "bad peer message names ncclGetLsaPointer" "no message in $LOG"; fi
 # Co-residency: the largest grid whose R copies fit passes, one CTA more is refused.
 run "co-residency check accepts the limit and refuses one CTA more, R=8" 0 --test coresidency --vranks 8
-rm -f "$OUT/res.json" "$OUT/stderr.txt" "$BIN"
+
+# ---- The runtime's --vranks mode: the whole harness (fresh inputs, poison,
+# snapshots, input hashes, per-rank verification, one rank late per step)
+# with R virtual ranks, on an LSA GEMM+AllGather (tests/gpu/vranks_gemm_ag.cu)
+# against workloads/gemm_allgather's trusted reference.
+WL=$ROOT/workloads/gemm_allgather
+if [ -f "$WL/reference.cu" ] && [ -f "$ROOT/runtime/rt_main.cu" ]; then
+  LIBS=(-lcublasLt -lcublas)
+  if [ -n "$NCCL_DIR" ] && [ -f "$NCCL_DIR/lib/libnccl.so.2" ]; then
+    LIBS+=("$NCCL_DIR/lib/libnccl.so.2" -Xlinker -rpath -Xlinker "$NCCL_DIR/lib")
+  else LIBS+=(-lnccl); fi
+  OBJ=$OUT/obj; mkdir -p "$OBJ"
+  NVF=(-arch=sm_90 -std=c++17 -O3 -DCUCO_VRANKS "${INC[@]}" -I"$WL")
+  pids=()
+  for f in "$ROOT"/runtime/*.cu "$WL/reference.cu" "$ROOT/tests/gpu/vranks_gemm_ag.cu" "$WL/baseline.cu"; do
+    "$NVCC" "${NVF[@]}" -c "$f" -o "$OBJ/$(basename "$f" .cu).o" >>"$OUT/build.log" 2>&1 & pids+=($!)
+  done
+  "$NVCC" "${NVF[@]}" -DVR_CHEAT=1 -c "$ROOT/tests/gpu/vranks_gemm_ag.cu" -o "$OBJ/cheat.o" >>"$OUT/build.log" 2>&1 & pids+=($!)
+  bok=1; for p in "${pids[@]}"; do wait "$p" || bok=0; done
+  RTO=()
+  for f in "$ROOT"/runtime/*.cu; do RTO+=("$OBJ/$(basename "$f" .cu).o"); done
+  RTO+=("$OBJ/reference.o")
+  for impl in vranks_gemm_ag cheat baseline; do
+    [ "$bok" = 1 ] && "$NVCC" -arch=sm_90 -o "$OBJ/$impl" "${RTO[@]}" "$OBJ/$impl.o" "${LIBS[@]}" >>"$OUT/build.log" 2>&1 || bok=0
+  done
+  if [ "$bok" = 1 ]; then
+    ok "build the runtime in --vranks mode (seed-like impl, cheat, baseline)"
+    # wrun NAME WANT_RC IMPL ARGS...: one runtime run, RESULT.json appended to vranks.json
+    wrun() {
+      local name=$1 want=$2 impl=$3; shift 3
+      local res=$OUT/result.json
+      rm -f "$res"
+      echo "== $name: $impl $*" >>"$LOG"
+      timeout 300 "$OBJ/$impl" --workload gemm_allgather --impl "$impl" --mode verify --out "$res" "$@" >>"$LOG" 2>"$OUT/stderr.txt"; local rc=$?
+      cat "$OUT/stderr.txt" >>"$LOG"
+      [ -f "$res" ] && tr -d '\n' <"$res" >>"$JSON" && echo >>"$JSON"
+      if [ "$rc" -eq "$want" ]; then ok "$name (exit $rc)"
+      else not_ok "$name" "exit $rc, wanted $want: $(tail -3 "$OUT/stderr.txt")"; fi
+      if [ -f "$res" ] && ! grep -q '"protocol_test": true' "$res"; then not_ok "$name: result says protocol_test" "$(head -c 300 "$res")"; fi
+      if [ -f "$res" ] && grep -q '"timing"' "$res"; then not_ok "$name: result carries no timing" "$(head -c 300 "$res")"; fi
+    }
+    for R in 2 4 8; do
+      wrun "runtime --vranks $R: LSA GEMM+AllGather passes small_a" 0 vranks_gemm_ag --params M=256,K=512,N=384 --vranks "$R"
+      wrun "runtime --vranks $R: LSA GEMM+AllGather passes odd K" 0 vranks_gemm_ag --params M=512,K=776,N=512 --vranks "$R" --seed 7
+    done
+    wrun "runtime --vranks 2: barrier-less cheat is caught" 3 cheat --params M=256,K=512,N=384 --vranks 2
+    wrun "runtime --vranks 2: host-NCCL baseline cannot run, says so" 4 baseline --params M=256,K=512,N=384 --vranks 2
+    if grep -q "host NCCL calls are unavailable" "$LOG"; then ok "baseline error names the reason"
+    else not_ok "baseline error names the reason" "no hint in $LOG"; fi
+    wrun "runtime without --vranks refuses a virtual build" 4 vranks_gemm_ag --params M=256,K=512,N=384
+  else
+    not_ok "build the runtime in --vranks mode" "$(grep -m5 error "$OUT/build.log")"
+  fi
+  rm -rf "$OBJ" "$OUT/result.json" "$OUT"/result.json.rank*.progress
+fi
+rm -f "$OUT/res.json" "$OUT/stderr.txt" "$BIN" "$OUT"/res.json.rank*.progress
 echo "1..$n" >>"$TAP"
 echo "$((n - failed)) passed, $failed failed" | tee -a "$TAP"
 [ "$failed" -eq 0 ]
