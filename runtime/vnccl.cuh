@@ -291,13 +291,15 @@ __host__ __device__ __forceinline__ size_t ncclGetResourceBufferOffset(ncclDevRe
 // Pointers
 
 #ifdef __CUDACC__
-// vnccl_fail: print one line naming the call and trap (kills the context, so
-// the host's next CUDA call fails instead of the kernel corrupting memory).
+// vnccl_fail: print one line naming the call and its numbers, then fail like
+// a device assert (the driver prints the message; the context dies, so the
+// host's next CUDA call fails instead of the kernel corrupting memory).
 __device__ __noinline__ inline void vnccl_fail(const char *what, int a, int b, unsigned long long c,
                                                unsigned long long d) {
   printf("cuco vranks: %s (%d, %d, %llu, %llu) [block %d thread %d]\n", what, a, b, c, d,
          (int)blockIdx.x, (int)threadIdx.x);
-  __trap();
+  __assert_fail(what, "runtime/vnccl.cuh", __LINE__, "cuco vranks");
+  __trap(); // not reached
 }
 
 __device__ __forceinline__ char *vnccl_slice(ncclWindow_t w, size_t off, int lsaPeer,

@@ -45,7 +45,7 @@ __device__ __forceinline__ void vr_spin_ge(unsigned long long *flag, unsigned lo
     if (now - t0 > timeout_ns) {
       printf("cuco vranks: flag wait timed out (want >= %llu) [block %d thread %d]\n", v,
              (int)blockIdx.x, (int)threadIdx.x);
-      __trap();
+      __assert_fail("cuco vranks: flag wait timed out", __FILE__, __LINE__, "vr_spin_ge");
     }
   }
 }
