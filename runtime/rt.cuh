@@ -35,6 +35,13 @@ int rt_devcomm_create(struct wl_ctx *ctx, const ncclDevCommRequirements *reqs,
 // Whether GIN could be requested: false when all ranks are one LSA domain
 // (single node: no GIN NIC on our machines) or when CUCO_NO_GIN is set.
 int rt_gin_possible(struct wl_ctx *ctx);
+// Check before launching a kernel that spins on other ranks (barriers,
+// flags): all GRID CTAs of BLOCK threads and SMEM bytes of KERNEL (a
+// __global__ function) must be co-resident -- R times over in the --vranks
+// mode, where R virtual ranks share the GPU.  0 or rt_fail(...) naming both
+// numbers.
+int rt_check_coresident(struct wl_ctx *ctx, const void *kernel, int grid,
+                        int block, size_t smem);
 // LSA team size of the communicator (host view).
 int rt_lsa_size(struct wl_ctx *ctx);
 

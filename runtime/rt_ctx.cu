@@ -116,6 +116,10 @@ extern "C" void *rt_alloc(struct wl_ctx *ctx, const char *name, size_t bytes,
   b->id = name_hash(name);
   cudaError_t ce;
   if (flags & RT_WINDOW) {
+#ifdef CUCO_VRANKS  // a slice of one R-slice allocation (rt_vranks.cu)
+    if (rt_vranks_window(ctx, b) != 0) return NULL;
+  } else if (0) {
+#endif
     ncclResult_t r = ncclMemAlloc(&b->dev, bytes);
     if (r != ncclSuccess) {
       rt_fail(ctx, "ncclMemAlloc(%s, %zu): %s", name, bytes,
@@ -233,7 +237,13 @@ ncclWindow_t rt_window(struct wl_ctx *ctx, const char *name) {
   return b && (b->flags & RT_WINDOW) ? b->win : NULL;
 }
 
-int rt_lsa_size(struct wl_ctx *ctx) { return ncclTeamLsa(ctx->comm).nRanks; }
+int rt_lsa_size(struct wl_ctx *ctx) {
+#ifdef CUCO_VRANKS  // virtual ranks: one GPU, one LSA team
+  return ctx->prob.nranks;
+#else
+  return ncclTeamLsa(ctx->comm).nRanks;
+#endif
+}
 
 int rt_gin_possible(struct wl_ctx *ctx) {
   const char *no = getenv("CUCO_NO_GIN");
@@ -254,20 +264,30 @@ int rt_devcomm_create(struct wl_ctx *ctx, const ncclDevCommRequirements *reqs,
     return rt_fail(ctx,
                    "rt_devcomm_create: GIN requested on a single LSA domain "
                    "(no GIN here; guard with rt_gin_possible)");
+#ifdef CUCO_VRANKS  // the emulated comm of this virtual rank (rt_vranks.cu)
+  if (rt_vranks_devcomm(ctx, reqs, out) != 0) return -1;
+#else
   ncclResult_t r = ncclDevCommCreate(ctx->comm, reqs, out);
   if (r != ncclSuccess)
     return rt_fail(ctx, "ncclDevCommCreate: %s", ncclGetErrorString(r));
+#endif
   ctx->devcomms[ctx->ndevcomms++] = *out;
   return 0;
 }
 
 // Free everything rt_alloc/rt_devcomm_create made (after wl_teardown).
 void rt_ctx_release(struct wl_ctx *ctx) {
+#ifndef CUCO_VRANKS  // virtual comms and windows belong to the vranks world
   for (int i = 0; i < ctx->ndevcomms; i++)
     ncclDevCommDestroy(ctx->comm, &ctx->devcomms[i]);
+#endif
   ctx->ndevcomms = 0;
   for (int i = 0; i < ctx->nbufs; i++) {
     struct rt_buf *b = &ctx->bufs[i];
+#ifdef CUCO_VRANKS
+    if (b->flags & RT_WINDOW) {
+    } else
+#endif
     if (b->flags & RT_WINDOW) {
       if (b->win) ncclCommWindowDeregister(ctx->comm, b->win);
       ncclMemFree(b->dev);

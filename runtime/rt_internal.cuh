@@ -130,4 +130,15 @@ void rt_json_str(FILE *f, const char *s);
 void rt_json_machine(FILE *f, const char *path);
 double rt_now_ms(void);
 
+// ---- rt_vranks.cu: the --vranks mode (binaries built with -DCUCO_VRANKS)
+#ifdef CUCO_VRANKS
+// Rank ctx's next WINDOW buffer B: a slice of the world's R-slice window.
+int rt_vranks_window(struct wl_ctx *ctx, struct rt_buf *b);
+// Rank ctx's next device communicator: the emulated one of that rank.
+int rt_vranks_devcomm(struct wl_ctx *ctx, const ncclDevCommRequirements *reqs,
+                      ncclDevComm *out);
+// Runs the whole --vranks mode; returns the exit status.
+int rt_vranks_main(struct rt_opts *opts);
+#endif
+
 #endif  // CUCO_RT_INTERNAL_CUH

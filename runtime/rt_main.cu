@@ -449,11 +449,18 @@ int main(int argc, char **argv) {
   const char *status = "error";
   int exit_code = 4, setup_done = 0, nall = 0;
   rt_progress(&o, "init");
+#ifdef CUCO_VRANKS  // one process, R virtual ranks: runtime/rt_vranks.cu
+  if (o.vranks) return rt_vranks_main(&o);
+  rt_errorf("this binary was built for virtual ranks (-DCUCO_VRANKS): run it "
+            "with --vranks R");
+  goto out;
+#else
   if (o.vranks) {
     rt_errorf("--vranks %d: this binary was built without virtual-rank "
               "support (-DCUCO_VRANKS)", o.vranks);
     goto out;
   }
+#endif
   if (rt_boot_nccl(&o, ctx) != 0) goto out;
   if (cudaMalloc((void **)&r.bar_dev, 64) != cudaSuccess ||
       cudaMalloc((void **)&r.hash_dev, sizeof(unsigned long long) * 2 * RT_MAX_BUFS) !=

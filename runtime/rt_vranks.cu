@@ -1,0 +1,477 @@
+// runtime/rt_vranks.cu - the runtime's virtual-rank mode (--vranks R, binary
+// built with -DCUCO_VRANKS): one process, one GPU, R wl_ctx, R streams, the
+// device API emulated by vnccl.cuh. A PROTOCOL test: it verifies every
+// virtual rank's outputs (fresh inputs, poison, snapshots, input hashes,
+// one rank's launch delayed) and writes RESULT.json with
+// "protocol_test": true and no timing at all.
+//
+// Also here, in both builds: rt_check_coresident (declared in rt.cuh).
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.cuh"
+
+int rt_check_coresident(struct wl_ctx *ctx, const void *kernel, int grid, int block,
+                        size_t smem) {
+  int ranks = ctx->prob.vranks > 0 ? ctx->prob.vranks : 1;
+  int dev = 0, sms = 0, per_sm = 0;
+  RT_CUDA(ctx, cudaGetDevice(&dev));
+  RT_CUDA(ctx, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  RT_CUDA(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, smem));
+  long cap = (long)per_sm * sms, need = (long)grid * ranks;
+  if (grid < 1 || need > cap)
+    return rt_fail(ctx,
+                   "co-residency: %d rank(s) x %d CTAs = %ld CTAs, but only %d per SM x %d SMs "
+                   "= %ld fit (%d threads, %zu bytes smem); spinning CTAs would deadlock",
+                   ranks, grid, need, per_sm, sms, cap, block, smem);
+  return 0;
+}
+
+#ifdef CUCO_VRANKS
+#include <strings.h>
+
+#include "vnccl_host.h"
+
+#ifndef CUCO_WORKLOAD_NAME
+#define CUCO_WORKLOAD_NAME ""
+#endif
+#ifndef CUCO_IMPL_NAME
+#define CUCO_IMPL_NAME ""
+#endif
+#define VR_MAX_DC 8
+#define VR_MAX_RES 64
+
+// World-level bookkeeping: rank 0's k-th window / devComm call allocates the
+// R-slice object; rank r's k-th call must ask for the same and gets slice r.
+struct vr_dcset {
+  ncclDevComm comms[VNCCL_MAX_RANKS];
+  int nbar, nres;
+  size_t res_bytes[VR_MAX_RES];
+  ncclDevResourceHandle_t handles[VR_MAX_RES];
+};
+static struct {
+  struct vnccl_world *world;
+  int R;
+  struct vnccl_window *wins[RT_MAX_BUFS];
+  size_t win_bytes[RT_MAX_BUFS];
+  int nwins;
+  struct vr_dcset dcs[VR_MAX_DC];
+  int ndcs;
+  int win_seq[VNCCL_MAX_RANKS], dc_seq[VNCCL_MAX_RANKS];
+} g_vr;
+
+int rt_vranks_window(struct wl_ctx *ctx, struct rt_buf *b) {
+  int r = ctx->prob.rank, k = g_vr.win_seq[r]++;
+  char err[256];
+  if (r == 0) {
+    if (g_vr.nwins >= RT_MAX_BUFS) return rt_fail(ctx, "vranks: too many windows");
+    if (vnccl_window_alloc(g_vr.world, b->bytes, &g_vr.wins[k], err, sizeof err) != 0)
+      return rt_fail(ctx, "rt_alloc(%s): %s", b->name, err);
+    g_vr.win_bytes[k] = b->bytes;
+    g_vr.nwins++;
+  } else if (k >= g_vr.nwins || g_vr.win_bytes[k] != b->bytes) {
+    return rt_fail(ctx,
+                   "rt_alloc(%s): virtual rank %d's window #%d (%zu bytes) does not match rank "
+                   "0's (%zu bytes): WINDOW buffers must have the same sizes in the same order "
+                   "on every rank",
+                   b->name, r, k, b->bytes, k < g_vr.nwins ? g_vr.win_bytes[k] : (size_t)0);
+  }
+  b->dev = vnccl_window_local(g_vr.wins[k], r);
+  b->win = vnccl_window_handle(g_vr.wins[k], r);
+  return 0;
+}
+
+int rt_vranks_devcomm(struct wl_ctx *ctx, const ncclDevCommRequirements *reqs,
+                      ncclDevComm *out) {
+  int r = ctx->prob.rank, k = g_vr.dc_seq[r]++;
+  int nbar = reqs->barrierCount > reqs->lsaBarrierCount ? reqs->barrierCount
+                                                        : reqs->lsaBarrierCount;
+  char err[256];
+  if (r == 0) {
+    if (g_vr.ndcs >= VR_MAX_DC) return rt_fail(ctx, "vranks: too many device communicators");
+    struct vr_dcset *d = &g_vr.dcs[k];
+    if (vnccl_devcomm_create(g_vr.world, reqs, d->comms, err, sizeof err) != 0)
+      return rt_fail(ctx, "rt_devcomm_create: %s", err);
+    d->nbar = nbar;
+    for (ncclDevResourceRequirements *q = reqs->resourceRequirementsList; q; q = q->next) {
+      if (d->nres >= VR_MAX_RES) return rt_fail(ctx, "vranks: too many resource buffers");
+      d->res_bytes[d->nres] = q->bufferSize;
+      d->handles[d->nres++] = q->outBufferHandle ? *q->outBufferHandle : 0;
+    }
+    g_vr.ndcs++;
+  } else {
+    if (k >= g_vr.ndcs)
+      return rt_fail(ctx, "rt_devcomm_create: virtual rank %d creates more device "
+                          "communicators than rank 0 (collective: same sequence on every rank)",
+                     r);
+    struct vr_dcset *d = &g_vr.dcs[k];
+    int n = 0;
+    for (ncclDevResourceRequirements *q = reqs->resourceRequirementsList; q; q = q->next, n++) {
+      if (n >= d->nres || q->bufferSize != d->res_bytes[n])
+        return rt_fail(ctx, "rt_devcomm_create: virtual rank %d's resource buffer #%d differs "
+                            "from rank 0's",
+                       r, n);
+      if (q->outBufferHandle) *q->outBufferHandle = d->handles[n];
+    }
+    if (n != d->nres || nbar != d->nbar)
+      return rt_fail(ctx, "rt_devcomm_create: virtual rank %d asks for %d barriers / %d "
+                          "resource buffers, rank 0 for %d / %d",
+                     r, nbar, n, d->nbar, d->nres);
+  }
+  *out = g_vr.dcs[k].comms[r];
+  return 0;
+}
+
+// ---------------------------------------------------------------- steps
+
+enum { VK_CHECK = 0, VK_PERTURB = 2 };
+struct vr_check {
+  int rank, kind, passed;
+  char output[WL_NAME_MAX];
+  double rel_l2, row_rel;
+  unsigned long long nan, poison;
+  char reason[192];
+};
+
+struct vr_run {
+  struct rt_opts *o;
+  int R;
+  struct wl_ctx **ctx;
+  unsigned long long **hash; // per rank: [2 * RT_MAX_BUFS] device
+  struct vr_check *checks;
+  int nchecks, maxchecks, failed;
+  char first[320];
+};
+
+static void vr_reason(struct vr_check *c, const char *text) {
+  size_t n = strlen(c->reason);
+  snprintf(c->reason + n, sizeof c->reason - n, "%s%s", n ? "; " : "", text);
+  c->passed = 0;
+}
+
+// One record per (rank, kind, output): worst values kept.
+static struct vr_check *vr_get(struct vr_run *v, int rank, int kind, const char *output) {
+  for (int i = 0; i < v->nchecks; i++)
+    if (v->checks[i].rank == rank && v->checks[i].kind == kind &&
+        !strcmp(v->checks[i].output, output))
+      return &v->checks[i];
+  struct vr_check *c = &v->checks[v->nchecks < v->maxchecks ? v->nchecks++ : v->maxchecks - 1];
+  memset(c, 0, sizeof *c);
+  c->rank = rank;
+  c->kind = kind;
+  c->passed = 1;
+  snprintf(c->output, sizeof c->output, "%s", output);
+  return c;
+}
+
+static void vr_note(struct vr_run *v, const struct vr_check *c) {
+  if (c->passed || v->failed) return;
+  v->failed = 1;
+  snprintf(v->first, sizeof v->first, "virtual rank %d %s %s: %s", c->rank,
+           c->kind == VK_PERTURB ? "perturb" : "check", c->output, c->reason);
+}
+
+// Appended to workload errors that mention NCCL: the usual cause here.
+static const char *nccl_hint(const char *e) {
+  return strcasestr(e, "nccl") ? " [--vranks: host NCCL calls are unavailable (one process, "
+                                 "no real ranks): baselines cannot run in this mode]"
+                               : "";
+}
+
+static int vr_prepare(struct vr_run *v, struct wl_ctx *ctx, unsigned long long step) {
+  ctx->step = step;
+  ctx->epoch++;
+  if (ctx->reset_fn && ctx->reset_fn(ctx) != 0) {
+    rt_errorf("virtual rank %d: reset hook: %s", ctx->prob.rank, ctx->err);
+    return -1;
+  }
+  RT_TRY(rt_inputs_fill(ctx, ctx->stream));
+  for (int i = 0; i < ctx->nbufs; i++) {
+    struct rt_buf *b = &ctx->bufs[i];
+    if (b->kind == RT_OUTPUT || b->kind == RT_RECV)
+      RT_TRY(rt_poison(b->dev, b->bytes, b->dtype, b->flags & RT_COUNTS, ctx->stream));
+    if (b->kind == RT_INPUT)
+      RT_TRY(rt_hash(b->dev, b->bytes, &v->hash[ctx->prob.rank][2 * i], ctx->stream));
+  }
+  return 0;
+}
+
+// One step of every virtual rank. LATE (or -1) starts DELAY_MS late; odd
+// steps launch in reverse rank order.
+static int vr_step(struct vr_run *v, unsigned long long step, int late, double delay_ms) {
+  for (int r = 0; r < v->R; r++) RT_TRY(vr_prepare(v, v->ctx[r], step));
+  CUDA_CHECK(cudaDeviceSynchronize()); // every rank prepared before any steps
+  for (int i = 0; i < v->R; i++) {
+    int r = step % 2 ? v->R - 1 - i : i;
+    struct wl_ctx *ctx = v->ctx[r];
+    if (r == late) {
+      char err[256];
+      if (vnccl_delay(ctx->stream, (unsigned long long)(delay_ms * 1e6), err, sizeof err)) {
+        rt_errorf("%s", err);
+        return -1;
+      }
+    }
+    if (wl_step(ctx) != 0) {
+      rt_errorf("virtual rank %d: wl_step: %s%s", r, ctx->err, nccl_hint(ctx->err));
+      return -1;
+    }
+    for (int b = 0; b < ctx->nbufs; b++)
+      if (ctx->bufs[b].kind == RT_OUTPUT)
+        CUDA_CHECK(cudaMemcpyAsync(ctx->bufs[b].snap, ctx->bufs[b].dev, ctx->bufs[b].bytes,
+                                   cudaMemcpyDeviceToDevice, ctx->stream));
+  }
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    rt_errorf("step %llu of the virtual ranks failed: %s (a message from the emulation, if "
+              "any, is on stdout: barrier timeout, bad peer or offset)",
+              step, cudaGetErrorString(e));
+    return -1;
+  }
+  for (int r = 0; r < v->R; r++) {
+    struct wl_ctx *ctx = v->ctx[r];
+    for (int i = 0; i < ctx->nbufs; i++)
+      if (ctx->bufs[i].kind == RT_INPUT)
+        RT_TRY(rt_hash(ctx->bufs[i].dev, ctx->bufs[i].bytes, &v->hash[r][2 * i + 1],
+                       ctx->stream));
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return 0;
+}
+
+static int vr_verify(struct vr_run *v, int kind) {
+  char text[192];
+  for (int r = 0; r < v->R; r++) {
+    struct wl_ctx *ctx = v->ctx[r];
+    unsigned long long hh[2 * RT_MAX_BUFS];
+    CUDA_CHECK(cudaMemcpy(hh, v->hash[r], sizeof(hh[0]) * 2 * ctx->nbufs,
+                          cudaMemcpyDeviceToHost));
+    for (int i = 0; i < ctx->nbufs; i++)
+      if (ctx->bufs[i].kind == RT_INPUT && hh[2 * i] != hh[2 * i + 1]) {
+        struct vr_check *c = vr_get(v, r, kind, "(inputs)");
+        snprintf(text, sizeof text, "input-hash: INPUT %s changed during the step",
+                 ctx->bufs[i].name);
+        vr_reason(c, text);
+        vr_note(v, c);
+      }
+    for (int i = 0; i < ctx->nbufs; i++) {
+      struct rt_buf *b = &ctx->bufs[i];
+      if (b->kind != RT_OUTPUT) continue;
+      if (wl_reference(ctx, &ctx->prob, b->name, b->expected) != 0) {
+        rt_errorf("virtual rank %d: reference for %s: %s", r, b->name, ctx->err);
+        return -1;
+      }
+      CUDA_CHECK(cudaStreamSynchronize(ctx->ref_stream));
+      struct rt_cmp m;
+      RT_TRY(rt_compare(b->snap, b->expected, b->dtype, b->flags & RT_COUNTS, b->rows, b->cols,
+                        1, &m, ctx->ref_stream));
+      double rel = m.ref2 > 0 ? sqrt(m.err2 / m.ref2) : (m.err2 > 0 ? INFINITY : 0);
+      struct vr_check *c = vr_get(v, r, kind, b->name);
+      if (rel > c->rel_l2 || rel != rel) c->rel_l2 = rel;
+      if (m.worst_row_rel > c->row_rel) c->row_rel = m.worst_row_rel;
+      c->nan += m.nan;
+      c->poison += m.poison;
+      if (m.poison) {
+        snprintf(text, sizeof text,
+                 "poison: %llu elements still hold the poison pattern (unwritten or late)",
+                 m.poison);
+        vr_reason(c, text);
+      } else if (m.nan) {
+        snprintf(text, sizeof text, "nan: %llu NaN/Inf elements", m.nan);
+        vr_reason(c, text);
+      }
+      if (!(rel <= v->o->tol)) {
+        snprintf(text, sizeof text, "rel-l2: %.3g > tol %.3g", rel, v->o->tol);
+        vr_reason(c, text);
+      }
+      if (!m.nan && !m.poison && !(m.worst_row_rel <= v->o->local_tol)) {
+        snprintf(text, sizeof text, "local-check: row %lld rel-l2 %.3g > %.3g", m.worst_row,
+                 m.worst_row_rel, v->o->local_tol);
+        vr_reason(c, text);
+      }
+      vr_note(v, c);
+    }
+  }
+  return 0;
+}
+
+// RESULT.json as docs/contracts.md section 4, protocol_test true, no timing.
+static void vr_write(struct vr_run *v, const char *status, const char *error) {
+  struct rt_opts *o = v->o;
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", o->out);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    fprintf(stderr, "cannot write %s\n", tmp);
+    return;
+  }
+  fprintf(f, "{\"schema\": 1, \"workload\": ");
+  rt_json_str(f, o->workload ? o->workload : CUCO_WORKLOAD_NAME);
+  fprintf(f, ", \"impl\": ");
+  rt_json_str(f, o->impl ? o->impl : CUCO_IMPL_NAME);
+  fprintf(f, ",\n \"params\": {");
+  for (int i = 0; i < o->prob.nparams; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    rt_json_str(f, o->prob.params[i].name);
+    fprintf(f, ": %lld", o->prob.params[i].value);
+  }
+  fprintf(f, "}, \"size\": ");
+  rt_json_str(f, o->prob.size_name);
+  fprintf(f, ", \"nranks\": %d, \"vranks\": %d, \"protocol_test\": true, \"mode\": \"%s\",\n"
+             " \"status\": \"%s\", \"error\": ",
+          v->R, v->R, o->mode == RT_MODE_BENCH ? "bench" : "verify", status);
+  rt_json_str(f, error);
+  fprintf(f, ",\n \"verify\": {\"passed\": %s, \"seed\": %llu, \"tol\": %g, \"checks\": [",
+          !strcmp(status, "ok") ? "true" : "false", o->prob.seed, o->tol);
+  for (int i = 0; i < v->nchecks; i++) {
+    const struct vr_check *c = &v->checks[i];
+    fprintf(f, "%s\n  {\"rank\": %d, \"output\": ", i ? "," : "", c->rank);
+    rt_json_str(f, c->output);
+    fprintf(f, ", \"step\": \"%s\", \"rel_l2\": %.6g, \"row_rel_l2\": %.6g, \"tol\": %g,"
+               " \"nan\": %llu, \"poison\": %llu, \"passed\": %s, \"reason\": ",
+            c->kind == VK_PERTURB ? "perturb" : "check", isfinite(c->rel_l2) ? c->rel_l2 : 1e308,
+            isfinite(c->row_rel) ? c->row_rel : 1e308, o->tol, c->nan, c->poison,
+            c->passed ? "true" : "false");
+    rt_json_str(f, c->reason);
+    fputc('}', f);
+  }
+  fprintf(f, "]},\n \"machine\": ");
+  rt_json_machine(f, o->machine);
+  fprintf(f, "}\n");
+  if (fclose(f) == 0 && rename(tmp, o->out) != 0) fprintf(stderr, "cannot rename %s\n", tmp);
+}
+
+static int vr_boot(struct vr_run *v) {
+  struct rt_opts *o = v->o;
+  char err[512];
+  if (o->vranks < 1 || o->vranks > VNCCL_MAX_RANKS) {
+    rt_errorf("--vranks %d: out of range 1..%d", o->vranks, VNCCL_MAX_RANKS);
+    return -1;
+  }
+  if (o->prob.nranks > 1) {
+    rt_errorf("--vranks runs all ranks in one process: do not also pass --nranks %d",
+              o->prob.nranks);
+    return -1;
+  }
+  vnccl_prepare_env();
+  v->R = o->vranks;
+  int ndev = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&ndev));
+  if (ndev < 1) {
+    rt_errorf("no CUDA device");
+    return -1;
+  }
+  int dev = o->prob.local_rank % ndev;
+  CUDA_CHECK(cudaSetDevice(dev));
+  if (vnccl_world_create(v->R, 0, &g_vr.world, err, sizeof err) != 0) {
+    rt_errorf("%s", err);
+    return -1;
+  }
+  g_vr.R = v->R;
+  v->ctx = (struct wl_ctx **)calloc(v->R, sizeof *v->ctx);
+  v->hash = (unsigned long long **)calloc(v->R, sizeof *v->hash);
+  v->maxchecks = v->R * (RT_MAX_BUFS + 1) * 2;
+  v->checks = (struct vr_check *)calloc(v->maxchecks, sizeof *v->checks);
+  if (!v->ctx || !v->hash || !v->checks) {
+    rt_errorf("out of host memory");
+    return -1;
+  }
+  for (int r = 0; r < v->R; r++) {
+    struct wl_ctx *ctx = v->ctx[r] = (struct wl_ctx *)calloc(1, sizeof(struct wl_ctx));
+    if (!ctx) {
+      rt_errorf("out of host memory");
+      return -1;
+    }
+    ctx->prob = o->prob;
+    ctx->prob.rank = r;
+    ctx->prob.nranks = v->R;
+    ctx->prob.local_rank = 0;
+    ctx->prob.vranks = v->R;
+    ctx->device = dev;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->ref_stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->hog_stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->bar_stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaMalloc((void **)&v->hash[r], sizeof(unsigned long long) * 2 * RT_MAX_BUFS));
+  }
+  return 0;
+}
+
+static int vr_setup(struct vr_run *v) {
+  for (int r = 0; r < v->R; r++) {
+    struct wl_ctx *ctx = v->ctx[r];
+    ctx->in_setup = 1;
+    int rc = wl_setup(ctx, &ctx->prob);
+    ctx->in_setup = 0;
+    if (rc != 0) {
+      const char *e = ctx->err[0] ? ctx->err : rt_last_error;
+      rt_errorf("virtual rank %d: wl_setup: %s%s", r, e, nccl_hint(e));
+      return -1;
+    }
+    int nout = 0;
+    for (int i = 0; i < ctx->nbufs; i++) nout += ctx->bufs[i].kind == RT_OUTPUT;
+    if (!nout) {
+      rt_errorf("wl_setup declared no OUTPUT buffer: nothing can be verified");
+      return -1;
+    }
+  }
+  for (int r = 1; r < v->R; r++)
+    if (g_vr.win_seq[r] != g_vr.nwins || g_vr.dc_seq[r] != g_vr.ndcs) {
+      rt_errorf("virtual rank %d declared %d windows / %d device communicators, rank 0 %d / "
+                "%d (collective: same on every rank)",
+                r, g_vr.win_seq[r], g_vr.dc_seq[r], g_vr.nwins, g_vr.ndcs);
+      return -1;
+    }
+  return 0;
+}
+
+// The --vranks entry point, called from main() with parsed options. Runs
+// max(2, 1 + min(2, warmup)) plain steps (bench: warmup + iters, capped
+// at 200, all verified, none timed), then R steps each delaying one rank.
+int rt_vranks_main(struct rt_opts *o) {
+  struct vr_run v;
+  memset(&v, 0, sizeof v);
+  v.o = o;
+  const char *status = "error";
+  int code = 4, setup_done = 0;
+  rt_progress(o, "init");
+  if (vr_boot(&v) != 0) goto out;
+  rt_progress(o, "setup");
+  if (vr_setup(&v) != 0) goto out;
+  setup_done = 1;
+  {
+    unsigned long long step = 0;
+    int plain = 1 + (o->warmup > 2 ? 2 : o->warmup);
+    if (plain < 2) plain = 2;
+    if (o->mode == RT_MODE_BENCH) plain = o->warmup + o->iters > 200 ? 200 : o->warmup + o->iters;
+    for (int i = 0; i < plain; i++) {
+      rt_progress(o, "verify");
+      if (vr_step(&v, ++step, -1, 0) != 0 || vr_verify(&v, VK_CHECK) != 0) goto out;
+    }
+    for (int late = 0; late < v.R; late++) {
+      rt_progress(o, "perturb");
+      double ms = 1.0 + (double)((o->prob.seed + 7u * late) % 4000) / 1000.0;
+      if (vr_step(&v, ++step, late, ms) != 0 || vr_verify(&v, VK_PERTURB) != 0) goto out;
+    }
+  }
+  status = v.failed ? "verify_failed" : "ok";
+  code = v.failed ? 3 : 0;
+out:
+  if (code == 4)
+    fprintf(stderr, "vranks: error: %s\n", rt_last_error);
+  else if (code == 3)
+    fprintf(stderr, "vranks: verification failed: %s\n", v.first);
+  vr_write(&v, status, code == 4 ? rt_last_error : v.first);
+  rt_progress(o, "teardown");
+  // After a failed kernel the context is unusable: skip the workload's
+  // teardown then (the process exits and the driver frees everything).
+  if (setup_done && code != 4) {
+    for (int r = 0; r < v.R; r++) wl_teardown(v.ctx[r]);
+    cudaDeviceSynchronize();
+    for (int r = 0; r < v.R; r++) rt_ctx_release(v.ctx[r]);
+    vnccl_world_destroy(g_vr.world);
+  }
+  rt_progress(o, code == 4 ? "error" : "done");
+  return code;
+}
+#endif // CUCO_VRANKS

@@ -1,0 +1,84 @@
+#!/bin/bash
+# Virtual ranks (issue 17): the emulation, its protocol harness and the same
+# kernels against real NCCL compile for sm_90; every unsupported API (GIN, LL
+# all-to-all, multimem, host devComm creation) fails to compile in virtual
+# mode with a message that names it. Compile only: CI has no GPU.
+. "$(dirname "$0")/lib.sh"
+
+NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if ! [ -x "$NVCC" ]; then
+  echo "ok 1 # SKIP no nvcc"; echo "1..1"; exit 0
+fi
+INC=(-I"$ROOT/runtime" -I"$ROOT/tests/gpu")
+[ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
+NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
+# FE: front end only (nvcc -cuda: full C++ parse and template instantiation of
+# host and device code, no ptxas/host compile) for checks that only need
+# "compiles" or "fails with this message"; -c (everything) for the main TUs.
+# The machine running CI is shared, so this keeps the test short.
+fe() { local o=$1; shift; "${NV[@]}" -cuda "$@" -o "$o"; }
+G=$ROOT/tests/gpu
+
+expect_rc "emulation host side compiles (-DCUCO_VRANKS)" 0 \
+  "${NV[@]}" -DCUCO_VRANKS -c "$ROOT/runtime/vnccl_host.cu" -o "$TMP/h.o"
+expect_rc "host side is empty in a real build" 0 \
+  fe "$TMP/h0.ii" "$ROOT/runtime/vnccl_host.cu"
+expect_rc "protocol harness compiles (-DCUCO_VRANKS)" 0 \
+  "${NV[@]}" -DCUCO_VRANKS -DVNCCL_WAIT_TIMEOUT_NS=3000000000ull -c "$G/vranks_proto.cu" -o "$TMP/p.o"
+expect_rc "the same kernels compile against real NCCL 2.28.9" 0 \
+  fe "$TMP/r.ii" "$G/vranks_kernels_real.cu"
+expect_rc "supported API subset compiles (-DCUCO_VRANKS)" 0 \
+  fe "$TMP/u0.ii" -DCUCO_VRANKS -DVR_CASE=0 "$G/vranks_unsupported.cu"
+expect_rc "harness refuses a real build" 1 \
+  fe "$TMP/p0.ii" "$G/vranks_proto.cu"
+expect_grep "harness says to build it virtual" "$TMP/err" "build vranks_proto with -DCUCO_VRANKS"
+
+# case number | API the message must name
+cases=("1|ncclGin \\(GIN\\)" "2|ncclGetLsaMultimemPointer \\(multimem\\)"
+       "3|ncclLLA2ASession \\(LL all-to-all\\)" "4|ncclBarrierSession over the rail team"
+       "5|ncclSymPtr::multimemPtr" "6|ncclLLA2ACreateRequirement")
+for c in "${cases[@]}"; do
+  n=${c%%|*} msg=${c#*|}
+  expect_rc "unsupported case $n fails to compile" 1 \
+    fe "$TMP/u$n.ii" -DCUCO_VRANKS -DVR_CASE="$n" "$G/vranks_unsupported.cu"
+  expect_grep "case $n names the API" "$TMP/err" "cuco vranks: $msg.* is not supported by the virtual-rank emulation"
+done
+
+# The runtime in --vranks mode: its hooks, the mode itself, the LSA
+# GEMM+AllGather test implementation and its cheat; then every workload's
+# seed and cheats (as they appear) in virtual mode.
+WINC=(-I"$ROOT/workloads/gemm_allgather")
+expect_rc "runtime/rt_vranks.cu compiles (-DCUCO_VRANKS)" 0 \
+  "${NV[@]}" -DCUCO_VRANKS -c "$ROOT/runtime/rt_vranks.cu" -o "$TMP/rt_vranks.o"
+for f in rt_ctx rt_main; do
+  expect_rc "runtime/$f.cu hooks compile (-DCUCO_VRANKS)" 0 \
+    fe "$TMP/$f.ii" -DCUCO_VRANKS "$ROOT/runtime/$f.cu"
+done
+expect_rc "runtime/rt_vranks.cu compiles in a real build" 0 \
+  fe "$TMP/rv0.ii" "$ROOT/runtime/rt_vranks.cu"
+expect_rc "LSA GEMM+AllGather test impl compiles (-DCUCO_VRANKS)" 0 \
+  "${NV[@]}" "${WINC[@]}" -DCUCO_VRANKS -c "$G/vranks_gemm_ag.cu" -o "$TMP/vag.o"
+expect_rc "its barrier-less cheat compiles (-DCUCO_VRANKS)" 0 \
+  fe "$TMP/vagc.ii" "${WINC[@]}" -DCUCO_VRANKS -DVR_CHEAT=1 "$G/vranks_gemm_ag.cu"
+for f in "$ROOT"/workloads/*/seed.cu "$ROOT"/workloads/*/cheats/*.cu; do
+  [ -f "$f" ] || continue
+  d=$(dirname "$f"); [ "$(basename "$d")" = cheats ] && d=$(dirname "$d")
+  expect_rc "${f#"$ROOT"/} compiles (-DCUCO_VRANKS)" 0 \
+    "${NV[@]}" -I"$d" -DCUCO_VRANKS -c "$f" -o "$TMP/wl.o"
+done
+
+cat >"$TMP/devcomm.cu" <<'CU'
+#include "cuco_nccl.cuh"
+int f(ncclDevCommRequirements *r, ncclDevComm *d) { return (int)ncclDevCommCreate(nullptr, r, d); }
+CU
+expect_rc "host ncclDevCommCreate fails to compile" 1 fe "$TMP/d.ii" -DCUCO_VRANKS "$TMP/devcomm.cu"
+expect_grep "and says the runtime creates comms" "$TMP/err" "ncclDevCommCreate needs real NCCL ranks"
+
+printf '#include <nccl_device.h>\n#include "cuco_nccl.cuh"\n' >"$TMP/before.cu"
+expect_rc "real nccl_device.h before cuco_nccl.cuh is refused" 1 \
+  fe "$TMP/b.ii" -DCUCO_VRANKS "$TMP/before.cu"
+expect_grep "with a message" "$TMP/err" "real <nccl_device.h> was included before cuco_nccl.cuh"
+printf '#include "cuco_nccl.cuh"\n#include <nccl_device.h>\n__global__ void k(ncclDevComm d, ncclWindow_t w){ *(int*)ncclGetLocalPointer(w,0)=d.rank; }\n' >"$TMP/after.cu"
+expect_rc "real nccl_device.h after cuco_nccl.cuh is a no-op" 0 \
+  fe "$TMP/a.ii" -DCUCO_VRANKS "$TMP/after.cu"
+done_testing

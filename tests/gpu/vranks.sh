@@ -1,0 +1,134 @@
+#!/bin/bash
+# tests/gpu/vranks.sh - virtual-rank protocol tests on ONE GPU (issue 17).
+# R virtual ranks share the GPU through the emulation (runtime/vnccl.cuh);
+# these are protocol tests, never performance numbers.
+#
+# Run from the repository root on the GPU machine:
+#   OUT=/some/dir bash tests/gpu/vranks.sh
+# Writes to $OUT (at most 8 files): vranks.tap (TAP log), vranks.json (one
+# result object per test run, all "protocol_test": true), vranks.log (the
+# harness's stderr/stdout), build.log. Exit status 0 when every check passed.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-$ROOT/build/gpu-vranks}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export CUDA_DEVICE_MAX_CONNECTIONS=32
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+# NCCL 2.28.9 headers: the python package on the GPU machines, else CUDA's.
+NCCL_DIR=${NCCL_DIR:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
+INC=(-I"$ROOT/runtime" -I"$ROOT/tests/gpu")
+[ -n "$NCCL_DIR" ] && [ -d "$NCCL_DIR/include" ] && INC+=(-I"$NCCL_DIR/include")
+BIN=$OUT/vranks_proto
+TAP=$OUT/vranks.tap JSON=$OUT/vranks.json LOG=$OUT/vranks.log
+: >"$TAP"; : >"$JSON"; : >"$LOG"
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1" | tee -a "$TAP"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1" | tee -a "$TAP"; echo "# $2" | tee -a "$TAP"; }
+
+# 3 s barrier/flag timeout so the deliberate hang ends quickly.
+if ! "$NVCC" -arch=sm_90 -std=c++17 -O3 -lineinfo -DCUCO_VRANKS \
+    -DVNCCL_WAIT_TIMEOUT_NS=3000000000ull "${INC[@]}" -o "$BIN" \
+    "$ROOT/tests/gpu/vranks_proto.cu" "$ROOT/runtime/vnccl_host.cu" >"$OUT/build.log" 2>&1; then
+  not_ok "build vranks_proto" "$(tail -5 "$OUT/build.log")"
+  echo "1..$n" >>"$TAP"; exit 1
+fi
+ok "build vranks_proto"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$LOG" 2>&1
+
+# run NAME WANT_RC ARGS...: one harness run; WANT_RC 0 = passes, 3 = protocol
+# errors must be found, 4 = the kernel must fail (trap) with a message.
+run() {
+  local name=$1 want=$2; shift 2
+  local res=$OUT/res.json
+  rm -f "$res"
+  echo "== $name: $*" >>"$LOG"
+  timeout 300 "$BIN" "$@" --out "$res" >>"$LOG" 2>"$OUT/stderr.txt"; local rc=$?
+  cat "$OUT/stderr.txt" >>"$LOG"
+  [ -f "$res" ] && cat "$res" >>"$JSON"
+  if [ "$rc" -eq "$want" ]; then ok "$name (exit $rc)"
+  else not_ok "$name" "exit $rc, wanted $want: $(tail -3 "$OUT/stderr.txt")"; fi
+}
+
+for R in 2 4 8; do
+  run "barrier ordering, CTA coop, R=$R" 0 --test barrier_cta --vranks "$R" --iters 50
+  run "barrier ordering, warp coop, R=$R" 0 --test barrier_warp --vranks "$R" --iters 50
+  run "peer pointers (4 ways), R=$R" 0 --test peers --vranks "$R"
+  run "epochs across 200 launches, R=$R" 0 --test epochs --vranks "$R" --iters 50
+  run "all-gather with barriers, one rank late per step, R=$R" 0 --test allgather --vranks "$R" --steps 6
+  run "all-gather with sequence flags, R=$R" 0 --test flag_ok --vranks "$R" --steps 6
+done
+run "peer pointers with 2 LSA teams of 2 (R=4)" 0 --test peers --vranks 4 --lsa 2
+run "all-gather with 2 LSA teams of 4 (R=8)" 0 --test allgather --vranks 8 --lsa 4 --steps 4
+# Cheats that need two ranks to show: each must be caught (exit 3).
+run "cheat: consumer reads before waiting is caught, R=2" 3 --test cheat_nowait --vranks 2 --steps 6
+run "cheat: a rank skipping its sends is caught, R=2" 3 --test cheat_skip --vranks 2 --steps 3
+run "cheat: stale constant flags are caught, R=2" 3 --test cheat_stale --vranks 2 --steps 6
+# Deliberate faults: the emulation turns them into a failed kernel + message.
+run "a rank that never arrives: barrier wait times out, R=2" 4 --test hang --vranks 2
+if grep -q "ncclLsaBarrierSession::wait timed out" "$LOG"; then ok "timeout message names the barrier wait"
+else not_ok "timeout message names the barrier wait" "no message in $LOG"; fi
+run "world rank passed as LSA peer is trapped (R=4, LSA 2)" 4 --test bad_peer --vranks 4 --lsa 2
+if grep -q "ncclGetLsaPointer: LSA peer out of range" "$LOG"; then ok "bad peer message names ncclGetLsaPointer"
+else not_ok "bad peer message names ncclGetLsaPointer" "no message in $LOG"; fi
+# Co-residency: the largest grid whose R copies fit passes, one CTA more is refused.
+run "co-residency check accepts the limit and refuses one CTA more, R=8" 0 --test coresidency --vranks 8
+
+# ---- The runtime's --vranks mode: the whole harness (fresh inputs, poison,
+# snapshots, input hashes, per-rank verification, one rank late per step)
+# with R virtual ranks, on an LSA GEMM+AllGather (tests/gpu/vranks_gemm_ag.cu)
+# against workloads/gemm_allgather's trusted reference.
+WL=$ROOT/workloads/gemm_allgather
+if [ -f "$WL/reference.cu" ] && [ -f "$ROOT/runtime/rt_main.cu" ]; then
+  LIBS=(-lcublasLt -lcublas)
+  if [ -n "$NCCL_DIR" ] && [ -f "$NCCL_DIR/lib/libnccl.so.2" ]; then
+    LIBS+=("$NCCL_DIR/lib/libnccl.so.2" -Xlinker -rpath -Xlinker "$NCCL_DIR/lib")
+  else LIBS+=(-lnccl); fi
+  OBJ=$OUT/obj; mkdir -p "$OBJ"
+  NVF=(-arch=sm_90 -std=c++17 -O3 -DCUCO_VRANKS "${INC[@]}" -I"$WL")
+  pids=()
+  for f in "$ROOT"/runtime/*.cu "$WL/reference.cu" "$ROOT/tests/gpu/vranks_gemm_ag.cu" "$WL/baseline.cu"; do
+    "$NVCC" "${NVF[@]}" -c "$f" -o "$OBJ/$(basename "$f" .cu).o" >>"$OUT/build.log" 2>&1 & pids+=($!)
+  done
+  "$NVCC" "${NVF[@]}" -DVR_CHEAT=1 -c "$ROOT/tests/gpu/vranks_gemm_ag.cu" -o "$OBJ/cheat.o" >>"$OUT/build.log" 2>&1 & pids+=($!)
+  bok=1; for p in "${pids[@]}"; do wait "$p" || bok=0; done
+  RTO=()
+  for f in "$ROOT"/runtime/*.cu; do RTO+=("$OBJ/$(basename "$f" .cu).o"); done
+  RTO+=("$OBJ/reference.o")
+  for impl in vranks_gemm_ag cheat baseline; do
+    [ "$bok" = 1 ] && "$NVCC" -arch=sm_90 -o "$OBJ/$impl" "${RTO[@]}" "$OBJ/$impl.o" "${LIBS[@]}" >>"$OUT/build.log" 2>&1 || bok=0
+  done
+  if [ "$bok" = 1 ]; then
+    ok "build the runtime in --vranks mode (seed-like impl, cheat, baseline)"
+    # wrun NAME WANT_RC IMPL ARGS...: one runtime run, RESULT.json appended to vranks.json
+    wrun() {
+      local name=$1 want=$2 impl=$3; shift 3
+      local res=$OUT/result.json
+      rm -f "$res"
+      echo "== $name: $impl $*" >>"$LOG"
+      timeout 300 "$OBJ/$impl" --workload gemm_allgather --impl "$impl" --mode verify --out "$res" "$@" >>"$LOG" 2>"$OUT/stderr.txt"; local rc=$?
+      cat "$OUT/stderr.txt" >>"$LOG"
+      [ -f "$res" ] && tr -d '\n' <"$res" >>"$JSON" && echo >>"$JSON"
+      if [ "$rc" -eq "$want" ]; then ok "$name (exit $rc)"
+      else not_ok "$name" "exit $rc, wanted $want: $(tail -3 "$OUT/stderr.txt")"; fi
+      if [ -f "$res" ] && ! grep -q '"protocol_test": true' "$res"; then not_ok "$name: result says protocol_test" "$(head -c 300 "$res")"; fi
+      if [ -f "$res" ] && grep -q '"timing"' "$res"; then not_ok "$name: result carries no timing" "$(head -c 300 "$res")"; fi
+    }
+    for R in 2 4 8; do
+      wrun "runtime --vranks $R: LSA GEMM+AllGather passes small_a" 0 vranks_gemm_ag --params M=256,K=512,N=384 --vranks "$R"
+      wrun "runtime --vranks $R: LSA GEMM+AllGather passes odd K" 0 vranks_gemm_ag --params M=512,K=776,N=512 --vranks "$R" --seed 7
+    done
+    wrun "runtime --vranks 2: barrier-less cheat is caught" 3 cheat --params M=256,K=512,N=384 --vranks 2
+    wrun "runtime --vranks 2: host-NCCL baseline cannot run, says so" 4 baseline --params M=256,K=512,N=384 --vranks 2
+    if grep -q "host NCCL calls are unavailable" "$LOG"; then ok "baseline error names the reason"
+    else not_ok "baseline error names the reason" "no hint in $LOG"; fi
+    wrun "runtime without --vranks refuses a virtual build" 4 vranks_gemm_ag --params M=256,K=512,N=384
+  else
+    not_ok "build the runtime in --vranks mode" "$(grep -m5 error "$OUT/build.log")"
+  fi
+  rm -rf "$OBJ" "$OUT/result.json" "$OUT"/result.json.rank*.progress
+fi
+rm -f "$OUT/res.json" "$OUT/stderr.txt" "$BIN" "$OUT"/res.json.rank*.progress
+echo "1..$n" >>"$TAP"
+echo "$((n - failed)) passed, $failed failed" | tee -a "$TAP"
+[ "$failed" -eq 0 ]
