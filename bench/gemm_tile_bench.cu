@@ -24,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -262,44 +263,17 @@ static long long ru8(long long x) { return (x + 7) / 8 * 8; }
 // ---------------------------------------------------------------------------
 // Hooks used by the tests.
 
-// Waits until every A chunk (chunk_rows rows each) overlapping the tile is ready.
-struct ChunkWaitPro {
-  const unsigned *flags;
-  int chunk_rows;
-  unsigned epoch;
-  unsigned *timeout;
-  __device__ void wait(const GemmTile &t) const {
-    if (threadIdx.x == 0) {
-      int c0 = t.m0 / chunk_rows, c1 = (t.m_end - 1) / chunk_rows;
-      for (int c = c0; c <= c1; c++)
-        if (!gemm_wait_geq(flags + c, epoch, 2000000000ull)) atomicExch(timeout, 1u);
-    }
-  }
-};
-
-// Stores the tile elsewhere (D, shifted by row_off rows, own ld) and raises a
-// per-tile flag.
-struct FlagStoreEpi {
-  bf16 *D;
-  long long ldd;
-  int row_off;
-  unsigned *tile_flags;
-  int tiles_n;
-  unsigned epoch;
-  __device__ void store(const GemmTile &, int row, int col, float v0, float v1,
-                        bool two) const {
-    gemm_store_pair(D + (long long)(row + row_off) * ldd + col, v0, v1, two);
-  }
-  __device__ void tile_end(const GemmTile &t) const {
-    if (threadIdx.x == 0) gemm_publish(tile_flags + t.tm * tiles_n + t.tn, epoch);
-  }
-};
-
 struct ReverseSched {
   __device__ void map(int w, int tiles_m, int tiles_n, int *tm, int *tn) const {
     int r = tiles_m * tiles_n - 1 - w;
     *tm = r / tiles_n;
     *tn = r % tiles_n;
+  }
+};
+
+struct RotateBy5 {
+  __device__ void map(int w, int tiles_m, int tiles_n, int *tm, int *tn) const {
+    GemmRotateSched<8>{5}.map(w, tiles_m, tiles_n, tm, tn);
   }
 };
 
@@ -429,9 +403,12 @@ static void test_hooks() {
                                        tile_flags, epoch, timeout + 1);
       CK(cudaGetLastError());
     }
-    FlagStoreEpi epi{D.p, ldd, row_off, tile_flags, tiles_n, epoch};
+    // The library's own hooks: row-chunk flags in, tile + flag out (D shifted by
+    // row_off rows: "elsewhere").
+    GemmStoreCFlag epi{D.p + row_off * ldd, ldd, tile_flags, tiles_n, epoch};
     if (!control)
-      CK((gemm_tile_run<Cfg>(a, ChunkWaitPro{flags, chunk, epoch, timeout}, epi,
+      CK((gemm_tile_run<Cfg>(a, GemmWaitRowChunks{flags, chunk, epoch, 2000000000ull, timeout},
+                             epi,
                              GemmRasterSched<8>{}, grid, sg)));
     else
       CK((gemm_tile_run<Cfg>(a, GemmNoWait{}, epi, GemmRasterSched<8>{}, grid, sg)));
@@ -565,6 +542,8 @@ static void run_tests(bool quick, bool small) {
   test_dense<GemmCfg128x256, GemmRowMajorSched>("128x256", 1500, 1300, 264, 264, 1304, 1300,
                                                 8, 3, "_rowmajor_sched");
   test_dense<GemmCfg128x128>("128x128", 1500, 1300, 264, 264, 1304, 1300, 9, 5);
+  test_dense<GemmCfg128x256, RotateBy5>("128x256", 2000, 700, 136, 136, 704, 701, 13, 0,
+                                        "_rotate5_sched");
   if (!quick && !small) {
     test_dense<GemmCfg128x256>("128x256", 4096, 7168, 8192, 8192, 7168, 7168, 11);
     test_dense<GemmCfg128x128>("128x128", 4096, 7168, 8192, 8192, 7168, 7168, 12);
@@ -707,9 +686,10 @@ static void bench_dense(const char *name, int M, int N, int K, bool hooks) {
     set_u32<<<1, 32>>>(flags, 8, 1u);
     CK(cudaGetLastError());
     repoison(C1);
-    FlagStoreEpi epi{C1.p, N, 0, tile_flags, (N + 255) / 256, 1u};
+    GemmStoreCFlag epi{C1.p, N, tile_flags, (N + 255) / 256, 1u};
     th = time_runs([&] {
-      CK(gemm_tile_run<GemmCfg128x256>(a, ChunkWaitPro{flags, chunk, 1u, timeout}, epi));
+      CK(gemm_tile_run<GemmCfg128x256>(a, GemmWaitRowChunks{flags, chunk, 1u, 0ull, timeout},
+                                       epi));
     });
     ch = check_output(C1.base, N, R, M, N, nullptr);
     impls.push_back({"gemm_tile_v1_128x256_hooks", th, &ch});

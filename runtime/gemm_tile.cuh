@@ -206,6 +206,57 @@ struct GemmRasterSched {
   }
 };
 
+// GemmRasterSched over tile rows rotated to start at first_tm: with
+// GEMM+AllGather, rank r sets first_tm to the first tile row of its own A chunk,
+// so it computes on local data while the peers' chunks arrive (in ring order).
+template <int GROUP_M = 8>
+struct GemmRotateSched {
+  int first_tm;
+  __device__ void map(int w, int tiles_m, int tiles_n, int *tm, int *tn) const {
+    GemmRasterSched<GROUP_M>{}.map(w, tiles_m, tiles_n, tm, tn);
+    int f = tiles_m > 0 ? first_tm % tiles_m : 0;
+    if (f < 0) f += tiles_m;
+    *tm = (*tm + f) % tiles_m;
+  }
+};
+
+// Prologue: wait until every chunk of chunk_rows rows of A that the tile
+// touches has flags[chunk] >= epoch (e.g. all-gathered A: chunk = one rank's
+// rows, flag raised by the sender after its data).  Thread 0 polls; a wait
+// longer than timeout_ns (0 = forever) sets *timed_out (if not null) and the
+// tile goes on (a test then reports a hang instead of hanging).
+struct GemmWaitRowChunks {
+  const unsigned *flags;
+  int chunk_rows;
+  unsigned epoch;
+  unsigned long long timeout_ns;
+  unsigned *timed_out;
+  __device__ void wait(const GemmTile &t) const {
+    if (threadIdx.x != 0) return;
+    int c0 = t.m0 / chunk_rows, c1 = (t.m_end - 1) / chunk_rows;
+    for (int c = c0; c <= c1; c++)
+      if (!gemm_wait_geq(flags + c, epoch, timeout_ns) && timed_out) atomicExch(timed_out, 1u);
+  }
+};
+
+// Epilogue: store to C (any device pointer: local or a peer's window, row and
+// column offsets folded into C) and, when the tile is complete, publish
+// tile_flags[tm * tiles_n + tn] = epoch (release, system scope).
+struct GemmStoreCFlag {
+  __nv_bfloat16 *C;
+  long long ldc;
+  unsigned *tile_flags;
+  int tiles_n;
+  unsigned epoch;
+  __device__ void store(const GemmTile &, int row, int col, float v0, float v1,
+                        bool two) const {
+    gemm_store_pair(C + (long long)row * ldc + col, v0, v1, two);
+  }
+  __device__ void tile_end(const GemmTile &t) const {
+    if (threadIdx.x == 0) gemm_publish(tile_flags + t.tm * tiles_n + t.tn, epoch);
+  }
+};
+
 // Plain row-major order (tile row by tile row).
 struct GemmRowMajorSched {
   __device__ void map(int w, int, int tiles_n, int *tm, int *tn) const {
