@@ -26,7 +26,9 @@
 // array of num_groups+1 entries in DEVICE memory (no host sync); B of group g
 // is B + g*b_group_stride.  Offsets are clamped to [0, M] (M = rows allocated),
 // and a group whose end is below its start is empty, so poisoned or wrong
-// offsets can never make the kernel read or write outside A/B/C.
+// offsets can never make the kernel read or write outside A/B/C.  Every CTA
+// reads the offsets once at its start: they must be final by then (stream
+// order), or CTAs disagree on the tile list.  At most kMaxGroups (1024) groups.
 //
 // Version 1 (this file): mma.sync.m16n8k16 (bf16 -> fp32) + ldmatrix + cp.async
 // multi-stage pipeline, XOR-swizzled shared memory (conflict-free ldmatrix),
@@ -37,9 +39,12 @@
 // they must be trivially copyable and hold device pointers only):
 //
 //   struct Prologue {
-//     // Called by EVERY thread of the CTA before any load of the tile; the
-//     // library runs __syncthreads() right after it.  Typical: thread 0 spins
-//     // on a flag with an acquire load (gemm_wait_geq), the others return.
+//     // Called by ONE thread of the CTA (v1: thread 0; v2: the TMA producer
+//     // thread -- do not assume which, do not call __syncthreads) before any
+//     // load of the tile's inputs is issued; the library orders every load of
+//     // the tile after its return (v1: __syncthreads; v2: same thread, plus a
+//     // proxy fence for TMA).  Typical: spin on a flag with an acquire load
+//     // (gemm_wait_geq).
 //     __device__ void wait(const GemmTile &t) const;
 //   };
 //   struct Epilogue {
@@ -49,8 +54,10 @@
 //     // outside the tile (odd N).  Values are fp32 accumulators.
 //     __device__ void store(const GemmTile &t, int row, int col, float v0,
 //                           float v1, bool two) const;
-//     // Called by EVERY thread after a __syncthreads() that follows all of the
-//     // CTA's store() calls of the tile.  Typical: thread 0 publishes a flag
+//     // Called by every thread that calls store() (v1: all threads; v2: the
+//     // math warpgroups, which include threadIdx.x == 0) after a barrier over
+//     // them that follows all of their store() calls of the tile (v1:
+//     // __syncthreads).  Typical: thread 0 publishes a flag
 //     // with gemm_publish (fence + release store).  A barrier followed by a
 //     // fence in one thread orders all threads' earlier stores (PTX memory
 //     // model cumulativity; the same pattern as CUTLASS's Semaphore::release).
@@ -222,7 +229,7 @@ struct GemmRotateSched {
 
 // Prologue: wait until every chunk of chunk_rows rows of A that the tile
 // touches has flags[chunk] >= epoch (e.g. all-gathered A: chunk = one rank's
-// rows, flag raised by the sender after its data).  Thread 0 polls; a wait
+// rows, flag raised by the sender after its data).  The calling thread polls; a wait
 // longer than timeout_ns (0 = forever) sets *timed_out (if not null) and the
 // tile goes on (a test then reports a hang instead of hanging).
 struct GemmWaitRowChunks {
@@ -232,7 +239,6 @@ struct GemmWaitRowChunks {
   unsigned long long timeout_ns;
   unsigned *timed_out;
   __device__ void wait(const GemmTile &t) const {
-    if (threadIdx.x != 0) return;
     int c0 = t.m0 / chunk_rows, c1 = (t.m_end - 1) / chunk_rows;
     for (int c = c0; c <= c1; c++)
       if (!gemm_wait_geq(flags + c, epoch, timeout_ns) && timed_out) atomicExch(timed_out, 1u);
@@ -436,7 +442,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const __nv_bfloat16 *B = args.B;
     if constexpr (kGrouped) B += (long long)t.group * args.b_group_stride;
 
-    pro.wait(t);
+    if (tid == 0) pro.wait(t);
     __syncthreads();
 
     // Issue the copies of k-tile kt into stage slot `slot`.
