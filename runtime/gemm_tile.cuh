@@ -583,19 +583,31 @@ cudaError_t gemm_tile_run(const GemmArgs &args, Prologue pro, Epilogue epi,
   auto kernel_dense = gemm_tile_kernel<Cfg, false, Prologue, Epilogue, Sched>;
   auto kernel_grouped = gemm_tile_kernel<Cfg, true, Prologue, Epilogue, Sched>;
   auto kernel = grouped ? kernel_grouped : kernel_dense;
-  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           Cfg::kSmemBytes);
-  if (e != cudaSuccess) return e;
-  if (grid <= 0) {
-    int dev = 0, sms = 0, per_sm = 0;
-    if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+  // Attribute and persistent grid size, once per device and kernel (host
+  // overhead would otherwise show in the timing of small GEMMs).  Races are
+  // benign: every thread computes the same values.
+  static int cached_grid[2][64];
+  int dev = 0;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+  int *slot = dev < 64 ? &cached_grid[grouped][dev] : nullptr;
+  if (!slot || *slot == 0) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Cfg::kSmemBytes);
+    if (e != cudaSuccess) return e;
+    int sms = 0, per_sm = 0;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
       return e;
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::kThreads,
                                                       Cfg::kSmemBytes);
     if (e != cudaSuccess) return e;
-    grid = sms * (per_sm > 0 ? per_sm : 1);
+    int g = sms * (per_sm > 0 ? per_sm : 1);
+    if (!slot) {
+      if (grid <= 0) grid = g;
+    } else {
+      *slot = g;
+    }
   }
+  if (grid <= 0) grid = slot ? *slot : 1;
   if (!grouped) {
     long long tiles = (long long)((args.M + Cfg::BM - 1) / Cfg::BM) *
                       ((args.N + Cfg::BN - 1) / Cfg::BN);

@@ -354,15 +354,20 @@ cudaError_t gemm_tile_v2_run(const GemmArgs &args, Prologue pro, Epilogue epi,
   auto kernel_dense = v2::gemm_tile_v2_kernel<false, Prologue, Epilogue, Sched>;
   auto kernel_grouped = v2::gemm_tile_v2_kernel<true, Prologue, Epilogue, Sched>;
   auto kernel = grouped ? kernel_grouped : kernel_dense;
-  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v2::kSmemBytes);
-  if (e != cudaSuccess) return e;
-  if (grid <= 0) {
-    int dev = 0, sms = 0;
-    if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+  static int cached_sms[2][64];  // attribute set + SM count, once per device and kernel
+  int dev = 0;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+  int *slot = dev < 64 ? &cached_sms[grouped][dev] : nullptr;
+  int sms = slot ? *slot : 0;
+  if (sms == 0) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             v2::kSmemBytes);
+    if (e != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
       return e;
-    grid = sms;
+    if (slot) *slot = sms;
   }
+  if (grid <= 0) grid = sms;
   if (!grouped) {
     long long tiles = (long long)((args.M + v2::BM - 1) / v2::BM) * ((args.N + v2::BN - 1) / v2::BN);
     if (tiles < grid) grid = (int)tiles;
