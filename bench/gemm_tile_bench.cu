@@ -212,6 +212,12 @@ static CheckResult check_output(const bf16 *C_guarded, long long ldc, const floa
   return cr;
 }
 
+// Say which kernel runs next, so a crash or hang in it is attributed.
+static void running(const char *name, int M, int N, int K) {
+  printf("RUN  %s M=%d N=%d K=%d\n", name, M, N, K);
+  fflush(stdout);
+}
+
 // Record one check in the log and the JSON array.
 static void report(const char *name, const char *kind, int M, int N, int K, const CheckResult &cr,
                    const char *extra_fail = nullptr) {
@@ -357,12 +363,13 @@ static void test_dense(const char *cfgname, int M, int N, int K, long long lda, 
   CK(cudaMalloc(&R, std::max<size_t>(1, (size_t)M * N) * 4));
   ref_gemm(A.p, lda, B.p, ldb, R, M, N, K);
   GemmArgs a{A.p, B.p, lda, ldb, M, N, K, nullptr, 0, 0};
-  CK((run_gemm<Cfg>(a, GemmNoWait{}, GemmStoreC{C.p, ldc}, Sched{}, grid, 0)));
-  CK(cudaDeviceSynchronize());
-  CheckResult cr = check_output(C.base, ldc, R, M, N, nullptr);
   char name[160];
   snprintf(name, sizeof name, "dense_%s_lda%lld_ldb%lld_ldc%lld%s%s", cfgname, lda, ldb, ldc,
            sched_name, grid > 0 ? "_smallgrid" : "");
+  running(name, M, N, K);
+  CK((run_gemm<Cfg>(a, GemmNoWait{}, GemmStoreC{C.p, ldc}, Sched{}, grid, 0)));
+  CK(cudaDeviceSynchronize());
+  CheckResult cr = check_output(C.base, ldc, R, M, N, nullptr);
   report(name, "dense", M, N, K, cr);
   free_mat(A), free_mat(B), free_mat(C);
   CK(cudaFree(R));
@@ -405,6 +412,9 @@ static void test_hooks(const char *tag) {
   GemmArgs a{A.p, B.p, lda, ldb, M, N, K, nullptr, 0, 0};
   for (unsigned epoch = 1; epoch <= 3; epoch++) {
     bool control = epoch == 3;
+    char rname[64];
+    snprintf(rname, sizeof rname, "hooks_%s_epoch%u%s", tag, epoch, control ? "_control" : "");
+    running(rname, M, N, K);
     poison(A.base, (M + 4) * lda + 64);
     repoison(D);
     repoison(E);
@@ -494,6 +504,7 @@ static void test_grouped(const char *name, int M_alloc, int N, int K,
   CK(cudaMalloc(&doffs, offs.size() * 4));
   CK(cudaMemcpy(doffs, offs.data(), offs.size() * 4, cudaMemcpyHostToDevice));
   GemmArgs a{A.p, B, lda, ldb, M_alloc, N, K, doffs, G, stride};
+  running(name, M_alloc, N, K);
   CK((run_gemm<Cfg>(a, GemmNoWait{}, GemmStoreC{C.p, ldc}, GemmRasterSched<8>{}, 0, 0)));
   CK(cudaDeviceSynchronize());
   CheckResult cr = check_output(C.base, ldc, R, M_alloc, N, &row_on);
@@ -717,6 +728,7 @@ __global__ void set_u32(unsigned *p, int n, unsigned v) {
 }
 
 static void bench_dense(const char *name, int M, int N, int K, bool hooks) {
+  running(name, M, N, K);
   Mat A = make_input(M, K, K, 1001);
   Mat B = make_input(K, N, N, 1002);
   Mat C1 = make_output(M, N), C2 = make_output(M, N), Cb = make_output(M, N);
@@ -772,6 +784,7 @@ static void bench_dense(const char *name, int M, int N, int K, bool hooks) {
 }
 
 static void bench_grouped(const char *name, int G, int rows, int K, int N) {
+  running(name, G * rows, N, K);
   const int M = G * rows;
   Mat A = make_input(M, K, K, 2001);
   bf16 *B;

@@ -25,6 +25,14 @@ mkdir -p "$OUT"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
 SAN=$(command -v compute-sanitizer || echo "$CUDA_HOME/bin/compute-sanitizer")
+LIBDIR=
+for d in "$CUDA_HOME/lib64" /usr/local/cuda/lib64 /usr/local/cuda-13.0/targets/x86_64-linux/lib \
+  /usr/lib/x86_64-linux-gnu; do
+  if [ -e "$d/libcublas.so" ] || [ -e "$d/libcublas.so.13" ]; then LIBDIR=$d; break; fi
+done
+if [ -z "$LIBDIR" ]; then echo "libcublas not found (looked under $CUDA_HOME/lib64 and /usr/local/cuda*)"; exit 1; fi
+CUBLAS=-lcublas
+[ -e "$LIBDIR/libcublas.so" ] || CUBLAS="$LIBDIR/libcublas.so.13"
 WORK=$(mktemp -d /tmp/gemm_tile.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 SUM="$OUT/gemm_tile_summary.txt"
@@ -40,7 +48,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 t0=$(date +%s)
 "$NVCC" -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -lineinfo -Xptxas -v -I"$ROOT/runtime" \
   "$ROOT/bench/gemm_tile_bench.cu" -o "$WORK/gemm_tile_bench" \
-  -L"$CUDA_HOME/lib64" -lcublas >"$OUT/gemm_tile_build.log" 2>&1
+  -L"$LIBDIR" $CUBLAS >"$OUT/gemm_tile_build.log" 2>&1
 rc=$?
 step "build ($(($(date +%s) - t0)) s)" $rc
 if [ $rc -ne 0 ]; then
@@ -54,7 +62,7 @@ if command -v cuobjdump >/dev/null || [ -x "$CUDA_HOME/bin/cuobjdump" ]; then
   OBJDUMP=$(command -v cuobjdump || echo "$CUDA_HOME/bin/cuobjdump")
   echo "SASS: $("$OBJDUMP" -sass "$WORK/gemm_tile_bench" | grep -c HGMMA) HGMMA (v2), $("$OBJDUMP" -sass "$WORK/gemm_tile_bench" | grep -c ' HMMA') HMMA (v1) instructions" | tee -a "$SUM"
 fi
-export LD_LIBRARY_PATH="$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$LIBDIR:${LD_LIBRARY_PATH:-}"
 
 t0=$(date +%s)
 timeout 90 "$WORK/gemm_tile_bench" --mode test --impl v1 --out "$OUT" 2>&1 | tee "$OUT/gemm_tile_run.log"
