@@ -74,7 +74,7 @@ t0=$(date +%s)
 timeout 90 "$WORK/gemm_tile_bench" --mode test --impl v2 --out "$OUT" 2>&1 | tee -a "$OUT/gemm_tile_run.log"
 rc2=${PIPESTATUS[0]}
 step "test v2 wgmma+TMA ($(($(date +%s) - t0)) s)" $rc2
-grep -E '^FAIL' "$OUT/gemm_tile_run.log" | head -30 >>"$SUM"
+grep -E '^(FAIL|CUDA error|cuBLAS error)' "$OUT/gemm_tile_run.log" | head -30 >>"$SUM"
 
 impl=v1
 [ "$rc2" -eq 0 ] && impl=all
