@@ -339,7 +339,7 @@ __device__ void build_group_table(GroupTable &gt, const int *off, int G, int M) 
   }
   __syncthreads();
   // Block-wide exclusive scan of tile counts: each thread sums a contiguous
-  // range, then a serial scan over THREADS partial sums by warp 0 lanes.
+  // range of groups, then warp 0 scans the THREADS partial sums (shuffles).
   __shared__ int partial[THREADS + 1];
   const int per = (G + THREADS - 1) / THREADS;
   const int g0 = threadIdx.x * per;
@@ -350,14 +350,30 @@ __device__ void build_group_table(GroupTable &gt, const int *off, int G, int M) 
   }
   partial[threadIdx.x] = sum;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    int run = 0;
-    for (int i = 0; i < THREADS; i++) {
-      int s = partial[i];
-      partial[i] = run;
-      run += s;
+  static_assert(THREADS % 32 == 0, "whole warps");
+  if (threadIdx.x < 32) {
+    constexpr int PER = THREADS / 32;
+    const int lane = threadIdx.x;
+    int vals[PER];
+    int own = 0;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      vals[i] = partial[lane * PER + i];
+      own += vals[i];
     }
-    partial[THREADS] = run;
+    int inc = own;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      int y = __shfl_up_sync(0xffffffffu, inc, d);
+      if (lane >= d) inc += y;
+    }
+    int ex = inc - own;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      partial[lane * PER + i] = ex;
+      ex += vals[i];
+    }
+    if (lane == 31) partial[THREADS] = inc;
   }
   __syncthreads();
   int run = partial[threadIdx.x];
