@@ -108,8 +108,9 @@ __device__ __forceinline__ void wgmma_fence() {
 __device__ __forceinline__ void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
-__device__ __forceinline__ void wgmma_wait0() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 
 // D(64x256, fp32) += A(64x16, smem, K-major) * B(16x256, smem, N-major).
@@ -246,6 +247,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[128];
 #pragma unroll
     for (int i = 0; i < 128; i++) acc[i] = 0.f;
+    // One wgmma group (a k-tile) stays in flight while the next is issued; a
+    // stage goes back to the producer once the group that read it completed.
+    int prev_stage = -1;
     for (int kt = 0; kt < ktiles; kt++) {
       mbar_wait(&full_bar[stage], phase);
       const unsigned char *sA = smem + stage * kStageBytes + wg * (64 * 128);
@@ -258,10 +262,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_m64n256k16(acc, da, db, 1);
       }
       wgmma_commit();
-      wgmma_wait0();
-      if (lane == 0) mbar_arrive(&empty_bar[stage]);  // this warp is done with the stage
+      wgmma_wait<1>();  // the group of k-tile kt-1 is complete
+      if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
+      prev_stage = stage;
       if (++stage == STAGES) stage = 0, phase ^= 1;
     }
+    wgmma_wait<0>();
+    if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
     // Accumulator i: n8 block i/4; row gid (+8 for i%4 >= 2), col 2*tig + (i&1).
     const int row_base = t.m0 + wg * 64 + wq * 16 + (lane >> 2);
     const int col_base = t.n0 + (lane & 3) * 2;
