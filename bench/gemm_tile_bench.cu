@@ -474,6 +474,58 @@ static void test_hooks(const char *tag) {
   free_mat(Asrc), free_mat(B), free_mat(A), free_mat(D), free_mat(E);
 }
 
+// Layout probe: A = identity (128x128), B[k][n] = k (pass 0) or n (pass 1), all
+// exact in bf16, so C[m][n] must be exactly m (pass 0) or n (pass 1).  The first
+// mismatches tell a fragment/descriptor mix-up apart at a glance (e.g. rows
+// coming out as m^8, or columns as n with their 64-blocks swapped).
+template <class Cfg>
+static void test_probe(const char *tag) {
+  const int M = 128, N = 256, K = 128;
+  std::vector<bf16> ha((size_t)M * K), hb((size_t)K * N);
+  for (int m = 0; m < M; m++)
+    for (int k = 0; k < K; k++) ha[(size_t)m * K + k] = __float2bfloat16(m == k ? 1.f : 0.f);
+  bf16 *A, *B, *C;
+  CK(cudaMalloc(&A, ha.size() * 2));
+  CK(cudaMalloc(&B, hb.size() * 2));
+  CK(cudaMalloc(&C, (size_t)M * N * 2));
+  CK(cudaMemcpy(A, ha.data(), ha.size() * 2, cudaMemcpyHostToDevice));
+  for (int pass = 0; pass < 2; pass++) {
+    for (int k = 0; k < K; k++)
+      for (int n = 0; n < N; n++) hb[(size_t)k * N + n] = __float2bfloat16(pass ? n : k);
+    CK(cudaMemcpy(B, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
+    poison(C, (long long)M * N);
+    char name[96];
+    snprintf(name, sizeof name, "probe_%s_%s", tag, pass ? "C_equals_col" : "C_equals_row");
+    running(name, M, N, K);
+    GemmArgs a{A, B, K, N, M, N, K, nullptr, 0, 0};
+    CK((run_gemm<Cfg>(a, GemmNoWait{}, GemmStoreC{C, N})));
+    CK(cudaDeviceSynchronize());
+    std::vector<uint16_t> hc((size_t)M * N);
+    CK(cudaMemcpy(hc.data(), C, hc.size() * 2, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    char first[400] = "";
+    size_t used = 0;
+    for (int m = 0; m < M; m++)
+      for (int n = 0; n < N; n++) {
+        float got = bf2f(hc[(size_t)m * N + n]), want = pass ? n : m;
+        if (got != want) {
+          if (bad < 8 && used < sizeof first - 40)
+            used += snprintf(first + used, sizeof first - used, " (%d,%d)=%g", m, n, got);
+          bad++;
+        }
+      }
+    CheckResult cr;
+    cr.passed = bad == 0;
+    char why[480];
+    snprintf(why, sizeof why, "%d of %d wrong; want %s; first:%s", bad, M * N,
+             pass ? "C[m][n]=n" : "C[m][n]=m", first);
+    report(name, "probe", M, N, K, cr, bad ? why : nullptr);
+  }
+  CK(cudaFree(A));
+  CK(cudaFree(B));
+  CK(cudaFree(C));
+}
+
 // Grouped GEMM with device-side offsets (raw values, clamped by the library
 // exactly as documented: into [0, M_alloc], empty when end < start).
 template <class Cfg>
@@ -545,6 +597,8 @@ static void test_arg_checks() {
 // sanitizer may serialize kernels, and the hook test needs them concurrent).
 static void run_tests_v2(bool quick, bool small);
 static void run_tests(bool quick, bool small) {
+  test_probe<GemmCfg128x256>("v1_128x256");
+  test_probe<GemmCfg128x128>("v1_128x128");
   struct S {
     int M, N, K;
   } shapes[] = {{1, 1, 1},       {1, 8, 8},       {5, 7, 3},        {16, 8, 16},
@@ -606,6 +660,7 @@ static void run_tests(bool quick, bool small) {
 
 // The same checks for the v2 (wgmma + TMA) kernel.
 static void run_tests_v2(bool quick, bool small) {
+  test_probe<V2Tag>("v2");
   struct S {
     int M, N, K;
   } shapes[] = {{1, 1, 1},       {1, 8, 8},        {5, 7, 3},       {16, 8, 16},
