@@ -343,7 +343,7 @@ cudaError_t gemm_tile_v2_run(const GemmArgs &args, Prologue pro, Epilogue epi,
   CUtensorMap ta, tb;
   {
     cuuint64_t dims[2] = {kdim, (cuuint64_t)args.M};
-    cuuint64_t strides[1] = {(cuuint64_t)args.lda * 2};
+    cuuint64_t strides[1] = {(cuuint64_t)(args.lda > 8 ? args.lda : 8) * 2};  // lda may be 0 when K is
     cuuint32_t box[2] = {v2::BK, v2::BM};
     if ((e = detail::make_map(&ta, args.A, 2, dims, strides, box)) != cudaSuccess) return e;
   }
