@@ -5,7 +5,7 @@
 #
 #   OUT=/some/dir bash tests/gpu/gemm_tile.sh        (OUT defaults to build/gpu-out)
 #
-# Writes at most 7 files under $OUT:
+# Builds bench/gemm_tile_bench.cu (+ bench/gemm_tile_util.cuh).  Writes at most 7 files under $OUT:
 #   gemm_tile_build.log    nvcc + ptxas -v output (registers, spills)
 #   gemm_tile_run.log      every check (PASS/FAIL with shape, error, max-error
 #                          location) and every benchmark row
