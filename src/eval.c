@@ -206,7 +206,7 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
   struct build_opts bo = {0};
   struct build_result br;
   struct err be = {0, ""};
-  int i, rc;
+  int i, rc, ncomp, ncached;
 
   directive_flags(d, &f);
   for (i = 0; i < f.n; i++)
@@ -225,6 +225,8 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
   bo.work_dir = x->work_dir;
   rc = build_run(&bo, &br, &be);
   r->build_s = br.wall_s;
+  ncomp = br.compiled;
+  ncached = br.cached;
   if (br.log)
     eval_log_append(&r->build_log, br.log);
   build_result_release(&br);
@@ -236,10 +238,12 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
     err_set(e, rc, "build: %s", be.msg);
     return rc;
   }
-  eval_pass(o, EVAL_STAGE_BUILD, "ok (%.1f s%s)", r->build_s,
-            o->wl->kind == WORKLOAD_RUNTIME && !o->compile_only
-                ? ", linked"
-                : (o->compile_only ? ", objects only" : ""));
+  if (o->wl->kind == WORKLOAD_RUNTIME)
+    eval_pass(o, EVAL_STAGE_BUILD, "ok (%.1f s; %d compiled, %d cached%s)",
+              r->build_s, ncomp, ncached,
+              o->compile_only ? "; objects only" : "; linked");
+  else
+    eval_pass(o, EVAL_STAGE_BUILD, "ok (%.1f s)", r->build_s);
   return 0;
 }
 
