@@ -316,6 +316,10 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
     args[na++] = "--tol";
     args[na++] = tol_s;
   }
+  /* verify also runs the perturbed steps (a busy GPU, late inputs): they
+   * catch candidates that do not wait for what they consume */
+  if (st == EVAL_STAGE_VERIFY)
+    args[na++] = "--perturb";
   args[na++] = "--out";
   args[na++] = resp;
   if (*x->machine_path) {
@@ -538,9 +542,9 @@ static int prepare(const struct eval_opts *o, struct eval_ctx *x,
   if ((rc = eval_write_text(x->src_path, code, e)))
     return rc;
   x->ranks = o->ranks > 0 ? o->ranks : w->ranks[0];
-  if (o->vranks <= 0 && !workload_allows_ranks(w, x->ranks))
+  if (!workload_allows_ranks(w, o->vranks > 0 ? o->vranks : x->ranks))
     return err_set(e, ERR_USAGE, "%s does not allow %d ranks", w->name,
-                   x->ranks);
+                   o->vranks > 0 ? o->vranks : x->ranks);
   if (w->kind == WORKLOAD_RUNTIME) {
     if (!o->tc)
       return err_set(e, ERR_INTERNAL, "no toolchain given");
