@@ -59,6 +59,7 @@ struct eval_opts {
   const char *sizes;          /* NULL = the workload's verify + bench
                                  sets; else a --sizes LIST used for
                                  both stages */
+  int static_only;            /* stop after the static checks */
   int compile_only;           /* stop after build (objects, no link) */
   int skip_bench;             /* stop after verify */
   const char *work_dir;       /* where sources, binaries, results go;

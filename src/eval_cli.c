@@ -79,7 +79,10 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
   if (rc == 0) {
     json_t *j = eval_result_json(&r);
     if (!strcmp(r.status, "ok"))
-      fprintf(c->out, "%s: ok%s", name, o->compile_only ? " (compiled)" : "");
+      fprintf(c->out, "%s: ok%s", name,
+              o->static_only    ? " (static checks)"
+              : o->compile_only ? " (compiled)"
+                                : "");
     else
       fprintf(c->out, "%s: %s at %s: %s", name, r.status,
               eval_stage_name(r.stage), r.error);
@@ -109,6 +112,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       {"vranks", required_argument, NULL, 'V'},
       {"sizes", required_argument, NULL, 's'},
       {"compile-only", no_argument, NULL, 'C'},
+      {"static-only", no_argument, NULL, 'A'},
       {"no-bench", no_argument, NULL, 'B'},
       {"out", required_argument, NULL, 'o'},
       {"json", no_argument, NULL, 'j'},
@@ -162,6 +166,9 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       break;
     case 'C':
       o.compile_only = 1;
+      break;
+    case 'A':
+      o.static_only = 1;
       break;
     case 'B':
       o.skip_bench = 1;
@@ -238,7 +245,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       goto out;
     }
     o.tc = &tc;
-    if (!o.compile_only) {
+    if (!o.compile_only && !o.static_only) {
       machine = doctor_probe(ctx->cfg, &e);
       if (!machine) {
         fprintf(stderr, "cuco eval: machine probe: %s\n", e.msg);
@@ -251,7 +258,9 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     int n = 0, nf = 0;
     o.work_dir = outdir;
     fprintf(c.out, "%s: cheat suite%s\n", w->name,
-            o.compile_only ? " (compile only)" : "");
+            o.static_only    ? " (static only)"
+            : o.compile_only ? " (compile only)"
+                             : "");
     if (eval_cheats(&o, &n, &nf, &e)) {
       fprintf(stderr, "cuco eval: %s\n", e.msg);
       goto out;

@@ -249,10 +249,32 @@ static void strip_expect(char *code)
   }
 }
 
+/* A cheat may carry a header of // comment lines (what it does) before
+ * the seed's text; drop it so only the cheat's real edits are judged. */
+static void strip_header(char *code, const char *seed)
+{
+  size_t fl = strcspn(seed, "\n");
+  char *p = code;
+
+  if (!fl || !strncmp(code, seed, fl + 1))
+    return;
+  while (*p) {
+    const char *q = p + strspn(p, " \t");
+    if (!strncmp(p, seed, fl) && p[fl] == seed[fl]) {
+      memmove(code, p, strlen(p) + 1);
+      return;
+    }
+    if (q[0] != '/' || q[1] != '/')
+      return; /* not a comment header: judge the file as it is */
+    p += strcspn(p, "\n");
+    p += *p ? 1 : 0;
+  }
+}
+
 int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
                 struct err *e)
 {
-  char dir[WORKLOAD_PATH + 16], *names[256];
+  char dir[WORKLOAD_PATH + 16], *names[256], *seed = NULL;
   struct dirent *de;
   DIR *d;
   int n = 0, i, rc = 0;
@@ -269,6 +291,14 @@ int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
   }
   closedir(d);
   qsort(names, (size_t)n, sizeof(char *), cmp_s);
+  if (o->seed_code) {
+    seed = strdup(o->seed_code);
+  } else {
+    char sp[WORKLOAD_PATH + 160];
+    struct err se;
+    snprintf(sp, sizeof(sp), "%s/%s", o->wl->dir, o->wl->seed);
+    seed = eval_read_text(sp, CANDIDATE_MAX_BYTES, &se);
+  }
   for (i = 0; i < n && rc == 0; i++) {
     char path[WORKLOAD_PATH + 300], words[200], line[480], wd[WORKLOAD_PATH];
     struct eval_opts co = *o;
@@ -290,6 +320,8 @@ int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
       continue;
     }
     strip_expect(code);
+    if (seed)
+      strip_header(code, seed);
     co.device_candidate = 1;
     co.impl_name = names[i];
     co.progress = NULL;
@@ -304,12 +336,16 @@ int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
       eval_result_release(&r);
       break;
     }
-    if (!strcmp(r.status, "ok") && o->compile_only &&
-        want > (int)EVAL_STAGE_BUILD) {
+    if (!strcmp(r.status, "ok") && (o->compile_only || o->static_only) &&
+        want > (int)r.stage) {
       caught = 1;
       snprintf(line, sizeof(line),
-               "%s: compiled; its rejection at %s (%s) needs a GPU run",
-               names[i], eval_stage_name((enum eval_stage)want), words);
+               "%s: %s; its rejection at %s (%s) needs "
+               "a %s run",
+               names[i],
+               o->static_only ? "passed the static checks" : "compiled",
+               eval_stage_name((enum eval_stage)want), words,
+               o->static_only && want == EVAL_STAGE_BUILD ? "build" : "GPU");
     } else if (strcmp(r.status, "ok") && (int)r.stage == want) {
       caught = 1;
       snprintf(line, sizeof(line), "%s: rejected at %s as expected (%s)",
@@ -332,5 +368,6 @@ int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
   }
   for (i = 0; i < n; i++)
     free(names[i]);
+  free(seed);
   return rc;
 }

@@ -153,7 +153,10 @@ static void test_forbidden(void **state)
   forbid("FILE *f = fopen(\"RESULT.json\", \"w\");\n", 0, "'fopen'");
   forbid("int main(void) { return 0; }\n", 0, "'main'");
   forbid("int exit_code = 0; obj.open(1); p->kill(2);\n", 0, NULL);
-  forbid("#include <stdlib.h>\n", 0, "'#include' inside an EVOLVE block");
+  forbid("#include <cuda_bf16.h>\n", 0, NULL);
+  forbid("#include \"../reference.cu\"\n", 0,
+         "forbidden '#include \"...\"' inside an EVOLVE block");
+  forbid("#define R \"reference.cu\"\n#include R\n", 0, "line 4: forbidden");
   forbid("#undef CUCO_CHUNK_BYTES\n", 0, "#undef of a CUCO_");
   forbid("#define CUCO_PARAM_x 4\n", 0, "may only get a default");
   forbid("#ifndef CUCO_PARAM_x\n#define CUCO_PARAM_x 4\n#endif\n", 0, NULL);
