@@ -290,12 +290,13 @@ static int find_fuzzy(const char *code, const struct patch_block *bl, int nb,
                       char *indent_char)
 {
   enum { MAXL = 8192 };
-  struct line *sl = malloc(2 * MAXL * sizeof(*sl)), *cl = sl + MAXL;
+  struct line *sl = malloc(2 * MAXL * sizeof(*sl)), *cl;
   size_t ns, nc, i, j, k;
   int bi, found = 0;
 
   if (!sl)
     return 0;
+  cl = sl + MAXL;
   ns = split_lines(search, sl, MAXL);
   while (ns && trim(sl[ns - 1]).n == 0)
     ns--; /* trailing blank lines in SEARCH are noise */
