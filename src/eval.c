@@ -513,7 +513,13 @@ static int prepare(const struct eval_opts *o, struct eval_ctx *x,
                      strerror(errno));
     x->temp = 1;
   }
-  snprintf(x->src_path, sizeof(x->src_path), "%s/%s", x->work_dir, name);
+  {
+    /* the source keeps the seed's extension: gcc and nvcc go by it */
+    const char *sext = strrchr(w->seed, '.'), *dot = strrchr(name, '.');
+    int stem = (int)(dot ? dot - name : (long)strlen(name));
+    snprintf(x->src_path, sizeof(x->src_path), "%s/%.*s%s", x->work_dir,
+             stem, name, sext ? sext : "");
+  }
   snprintf(x->bin_path, sizeof(x->bin_path), "%s/%.*s.bin", x->work_dir,
            (int)(strrchr(name, '.') ? strrchr(name, '.') - name
                                     : (long)strlen(name)),

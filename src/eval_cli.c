@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "build.h"
 #include "candidate.h"
 #include "cmd.h"
 #include "config.h"
@@ -35,6 +36,8 @@ static void save_logs(const char *dir, const struct eval_result *r)
   struct err e;
   json_t *j = eval_result_json(r);
 
+  if (build_mkdirs(dir, &e))
+    fprintf(stderr, "cuco eval: %s\n", e.msg);
   snprintf(p, sizeof(p), "%s/build.log", dir);
   if (r->build_log && eval_write_text(p, r->build_log, &e))
     fprintf(stderr, "cuco eval: %s\n", e.msg);
