@@ -40,7 +40,8 @@ char *llm_anthropic_body(const struct llm_model *m,
   if (json_array_size(msgs) != r->n_messages ||
       (r->system && *r->system && !json_object_get(root, "system")))
     goto out;
-  out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                             JSON_REAL_PRECISION(10));
 out:
   json_decref(msgs);
   json_decref(root);
@@ -83,8 +84,7 @@ enum llm_outcome llm_anthropic_parse(const char *body, size_t len,
   }
   model = json_object_get(root, "model");
   if (json_is_string(model))
-    snprintf(resp->model, sizeof(resp->model), "%s",
-             json_string_value(model));
+    snprintf(resp->model, sizeof(resp->model), "%s", json_string_value(model));
   sr = json_object_get(root, "stop_reason");
   if (json_is_string(sr))
     snprintf(resp->finish_reason, sizeof(resp->finish_reason), "%s",

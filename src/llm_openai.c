@@ -19,8 +19,8 @@ char *llm_openai_body(const struct llm_model *m, const struct llm_request *r,
     goto out;
   json_object_set_new(root, "model", json_string(m->model));
   if (r->system && *r->system)
-    json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system",
-                                          "content", r->system));
+    json_array_append_new(
+        msgs, json_pack("{s:s, s:s}", "role", "system", "content", r->system));
   for (i = 0; i < r->n_messages; i++)
     json_array_append_new(
         msgs, json_pack("{s:s, s:s}", "role",
@@ -46,7 +46,8 @@ char *llm_openai_body(const struct llm_model *m, const struct llm_request *r,
   if (json_array_size(msgs) !=
       r->n_messages + (r->system && *r->system ? 1 : 0))
     goto out;
-  out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                             JSON_REAL_PRECISION(10));
 out:
   json_decref(msgs);
   json_decref(root);
@@ -112,8 +113,7 @@ enum llm_outcome llm_openai_parse(const char *body, size_t len,
   }
   model = json_object_get(root, "model");
   if (json_is_string(model))
-    snprintf(resp->model, sizeof(resp->model), "%s",
-             json_string_value(model));
+    snprintf(resp->model, sizeof(resp->model), "%s", json_string_value(model));
   choices = json_object_get(root, "choices");
   if (!choices) {
     json_t *em = json_object_get(json_object_get(root, "error"), "message");
@@ -153,8 +153,9 @@ enum llm_outcome llm_openai_parse(const char *body, size_t len,
     goto out;
   }
   if (!strcmp(resp->finish_reason, "content_filter")) {
-    snprintf(why, whylen, "the answer was withheld (finish_reason "
-                          "content_filter)");
+    snprintf(why, whylen,
+             "the answer was withheld (finish_reason "
+             "content_filter)");
     o = LLM_REFUSAL;
     goto out;
   }
