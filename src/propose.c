@@ -205,6 +205,12 @@ static const char *pick_kind(struct evolve *s, int exploit, size_t nok)
   double u = select_rng_uniform(&s->rng);
   int i;
 
+  if (s->o.nseq) {
+    const char *k = s->o.seq[s->seq_pos++ % s->o.nseq];
+    if (!strcmp(k, "cross") && nok < 2)
+      return s->use_llm ? "diff" : "tune";
+    return !s->use_llm && strcmp(k, "cross") ? "tune" : k;
+  }
   if (!s->use_llm)
     return nok >= 2 && u < 0.1 ? "cross" : "tune";
   for (i = 0; i < 3; i++) {
@@ -292,6 +298,13 @@ static int next_job(struct evolve *s, struct job *j, int64_t *id)
     children[pick] = ok[pick]->children;
   }
   pick = select_parent(&s->o.sel, score, children, nok, &s->rng);
+  /* the offline tuner exploits by hill-climbing: mostly from the best */
+  if (!s->use_llm && s->isl[best_k].exploit &&
+      select_rng_uniform(&s->rng) < 0.7) {
+    struct select_params hill = s->o.sel;
+    hill.kind = SELECT_HILL;
+    pick = select_parent(&hill, score, children, nok, &s->rng);
+  }
   p = ok[pick];
   s->isl[best_k].issued++;
   update_phase(s, &s->isl[best_k]);
