@@ -535,7 +535,7 @@ static int64_t propose_llm(struct evolve *s, struct job *j)
     struct err e = {0, ""};
     int64_t who = 0, id = 0;
     double sim = 0, threshold = s->o.novelty;
-    int rc;
+    int rc, meta_due = 0;
 
     memset(&req, 0, sizeof(req));
     req.system = j->system;
@@ -593,12 +593,16 @@ static int64_t propose_llm(struct evolve *s, struct job *j)
       if (m) {
         s->n_rejected++;
         search_progress(s, m, "rejected before evaluation");
+        if (attempt + 1 == s->o.novelty_attempts)
+          meta_due = search_generation_done(s, j->island, m);
       }
     } else if (!code) {
       m = insert_row(s, j, NULL, "failed", errline, why, resp.call_id, &e);
       if (m) {
         s->n_failed++;
+        s->count++;
         search_progress(s, m, "");
+        meta_due = search_generation_done(s, j->island, m);
       }
     } else {
       m = insert_row(s, j, code, "pending", NULL, why, resp.call_id, &e);
@@ -609,6 +613,8 @@ static int64_t propose_llm(struct evolve *s, struct job *j)
       log_warn("evolve: %s", e.msg);
     pthread_mutex_unlock(&s->mu);
     (void)note;
+    if (meta_due)
+      search_meta_summary(s, j->island);
     llm_response_release(&resp);
     free(parent);
     free(parent2);
