@@ -336,9 +336,15 @@ static int next_job(struct evolve *s, struct job *j, int64_t *id)
   }
   if (!strcmp(j->kind, "tune")) {
     int trc = propose_tune(s, j, p);
-    if (trc == ERR_NOTFOUND && s->best_id && s->best_id != p->p.id)
-      trc = propose_tune(s, j, search_find(s, s->best_id));
-    if (trc) {
+    if (trc == ERR_NOTFOUND && s->best_id && s->best_id != p->p.id) {
+      struct member *b = search_find(s, s->best_id);
+      trc = propose_tune(s, j, b);
+      if (!trc)
+        j->parent_id = b->p.id;
+    }
+    if (trc && s->use_llm) {
+      snprintf(j->kind, sizeof(j->kind), "diff"); /* the LLM edits code */
+    } else if (trc) {
       log_info("evolve: island %d: no unseen configuration near #%lld "
                "(the space looks exhausted)",
                best_k, (long long)p->p.id);
@@ -347,7 +353,8 @@ static int next_job(struct evolve *s, struct job *j, int64_t *id)
       j->kind[0] = '\0';
       goto out;
     }
-  } else if (s->use_llm) {
+  }
+  if (s->use_llm && strcmp(j->kind, "tune")) {
     double temps[2][2] = {{0.8, 0.5}, {0.2, 0.0}};
     j->temperature = temps[j->exploit][select_rng_below(&s->rng, 2)];
     j->model = s->model ? s->model
