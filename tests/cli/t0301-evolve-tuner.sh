@@ -2,7 +2,7 @@
 # cuco evolve with the offline tuner on the landscape fixture: the run
 # completes, every candidate is a row, the known optimum (order=b tile=32
 # unroll=4, cost 1.0) is found within 20 evaluations (seed included), and
-# bad invocations fail cleanly.
+# bad invocations fail cleanly; 3 evaluation slots keep the guarantees.
 . "$(dirname "$0")/lib.sh"
 unset CUCO_LLM_PROVIDER CUCO_LLM_BASE_URL CUCO_LLM_MODEL CUCO_LLM_API_KEY_ENV CUCO_CONFIG
 WL=$ROOT/tests/data/evolve/landscape
@@ -47,6 +47,14 @@ expect_grep "a summary names what paid" <(q "select text from meta_summaries ord
   "order=b: "
 [ "$(q "select best_program_id = (select min(id) from programs where median_ms = 1.0) from runs")" = 1 ] &&
   ok "runs.best_program_id is the optimum" || not_ok "runs.best_program_id" "$(q 'select * from runs')"
+
+# three evaluation slots (threads): same guarantees
+expect_rc "3 slots run succeeds" 0 "$CUCO" evolve "$WL" --llm none \
+  --generations 6 --islands 3 --slots 3 --seed 2 --out "$TMP/slots"
+grep -q "^cuco evolve landscape: 3 islands x 6 generations, 3 evaluation slots" "$TMP/out" &&
+  ok "3 slots announced" || not_ok "3 slots announced" "$(head -2 "$TMP/out")"
+s3=$(sqlite3 "$TMP/slots/run.db" "select count(*) || ' ' || count(distinct code_hash) || ' ' || sum(status = 'ok') from programs where edit_kind <> 'migrate'")
+[ "$s3" = "19 19 19" ] && ok "3 slots: 19 distinct candidates, all evaluated" || not_ok "3 slots rows" "$s3"
 
 # bad invocations
 expect_rc "missing workload is a usage error" 2 "$CUCO" evolve
