@@ -11,6 +11,10 @@ cd "$(dirname "$0")/.." || exit 2
 [ -x ./cuco ] || make -j2 cuco >/dev/null || exit 1
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   export NCCL_NVLS_ENABLE=0
+  if [ -z "${CUCO_NCCL_HOME:-}" ]; then # NCCL from the nvidia-nccl-cu13 wheel
+    CUCO_NCCL_HOME=$(python3 -c 'import nvidia.nccl;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
+    [ -n "$CUCO_NCCL_HOME" ] && export CUCO_NCCL_HOME
+  fi
   WL=workloads/gemm_allgather
   ARGS=(--ranks "${RANKS:-1}" --generations "${GENERATIONS:-5}" --islands 4)
 else
