@@ -95,12 +95,13 @@ static int middle_ops(const struct line *a, const struct line *b, int p,
     if (i < n && j < m && same(&a[p + i], &b[p + j])) {
       ops[k++] = (struct op){OP_EQ, p + i, p + j};
       i++, j++;
-    } else if (j < m && (i == n || t[i * w + j + 1] >= t[(i + 1) * w + j])) {
-      ops[k++] = (struct op){OP_ADD, -1, p + j};
-      j++;
-    } else {
+    } else if (i < n && (j == m || t[(i + 1) * w + j] >= t[i * w + j + 1])) {
+      /* Removals before additions, as diff -u prints them. */
       ops[k++] = (struct op){OP_DEL, p + i, -1};
       i++;
+    } else {
+      ops[k++] = (struct op){OP_ADD, -1, p + j};
+      j++;
     }
   }
   free(t);

@@ -23,6 +23,19 @@ static const struct cmd commands[] = {
      "  --json      print the description as JSON\n"
      "  -o FILE     also write the JSON description to FILE\n"
      "  --llm       send one tiny request to each configured model\n"},
+    {"report", cmd_report, "write a run database as an HTML or text report",
+     "usage: cuco report RUN.db [-o FILE] [--format html|md]\n"
+     "\n"
+     "Write one self-contained HTML page (inline SVG, no script, nothing\n"
+     "loaded from the network) about the newest run in RUN.db: summary\n"
+     "(workload, baseline, seed and best times per size with speedups,\n"
+     "machine, LLM cost, wall time), score over candidates per island,\n"
+     "the lineage tree, score by directive value, LLM cost over time, the\n"
+     "best kernel's diff against the seed, and the failures.  The\n"
+     "database is opened read-only.\n"
+     "\n"
+     "  -o, --output FILE  write to FILE (default: standard output)\n"
+     "  --format md        a Markdown summary instead of HTML\n"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
