@@ -36,6 +36,19 @@ static const struct cmd commands[] = {
      "\n"
      "  -o, --output FILE  write to FILE (default: standard output)\n"
      "  --format md        a Markdown summary instead of HTML\n"},
+    {"serve", cmd_serve, "browse a run database in a local web UI",
+     "usage: cuco serve RUN.db [--port N] [--bind ADDR]\n"
+     "\n"
+     "Serve a web UI over the newest run in RUN.db: the lineage tree\n"
+     "(click a candidate for its code, diff to its parent, directives,\n"
+     "stage reached, metrics, build and verify logs, LLM prompt and\n"
+     "response), score plots, filters by island, status and edit kind,\n"
+     "and live updates while a search writes the database.  The database\n"
+     "is opened read-only.  JSON API: /api/run, /api/programs,\n"
+     "/api/program/ID, /api/plot, /api/updates?since=ID&after=T.\n"
+     "\n"
+     "  --port N     TCP port (default 8077; 0 picks a free one)\n"
+     "  --bind ADDR  address to listen on (default 127.0.0.1)\n"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -347,8 +347,8 @@ json_t *rundb_programs(struct rundb *db, const struct rundb_filter *f,
       "SELECT " SUMMARY_COLS ", error FROM programs WHERE run_id=?1"
       " AND (?2 < 0 OR island=?2) AND (?3 IS NULL OR status=?3)"
       " AND (?4 IS NULL OR edit_kind=?4)"
-      " AND (?5 = 0 OR id > ?6 OR max(coalesce(created_at,0),"
-      " coalesce(started_at,0), coalesce(finished_at,0)) > ?7)"
+      " AND (?5 = 0 OR id > ?6 OR (?7 > 0 AND max(coalesce(created_at,0),"
+      " coalesce(started_at,0), coalesce(finished_at,0)) > ?7))"
       " ORDER BY id";
   sqlite3_stmt *st;
   json_t *arr, *row;
