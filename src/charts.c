@@ -117,12 +117,10 @@ int charts_scores(const json_t *points, struct buf *out, struct err *e)
   {
     double id = num(pt, "id", 0), y = num(pt, "score", NAN);
     int island = (int)num(pt, "island", 0);
-    snprintf(title, sizeof title, "#%.0f island %d %s %s score %s", id,
-             island, str(pt, "edit_kind"), str(pt, "status"),
-             isfinite(y) ? "" : "-");
+    snprintf(title, sizeof title, "#%.0f island %d %s %s score %s", id, island,
+             str(pt, "edit_kind"), str(pt, "status"), isfinite(y) ? "" : "-");
     if (isfinite(y))
-      snprintf(title + strlen(title), sizeof title - strlen(title), "%.4g",
-               y);
+      snprintf(title + strlen(title), sizeof title - strlen(title), "%.4g", y);
     snprintf(attrs, sizeof attrs, "data-id=\"%.0f\"", id);
     if (isfinite(y))
       svg_circle(&s, svg_plot_x(&p, id), svg_plot_y(&p, y), 4,
@@ -138,8 +136,8 @@ int charts_scores(const json_t *points, struct buf *out, struct err *e)
     for (isl = 0; isl < 64; isl++) {
       if (!(best[isl] > -INFINITY))
         continue;
-      svg_rect(&s, p.px + 10 + slot * 150, 4, 10, 10, svg_palette(isl),
-               NULL, NULL);
+      svg_rect(&s, p.px + 10 + slot * 150, 4, 10, 10, svg_palette(isl), NULL,
+               NULL);
       svg_text(&s, p.px + 24 + slot * 150, 13, "start", "tick",
                "island %d (best %.3g)", isl, best[isl]);
       slot++;
@@ -213,8 +211,7 @@ int charts_lineage(const json_t *programs, struct buf *out, struct err *e)
     if (col > maxrow)
       maxrow = col;
   }
-  svg_begin(&s, SVG_CAP, 60 + maxrow * 26, 60 + rows * 60,
-            "lineage tree");
+  svg_begin(&s, SVG_CAP, 60 + maxrow * 26, 60 + rows * 60, "lineage tree");
   svg_group_open(&s, "edges");
   for (i = 0; i < n; i++) {
     const struct tnode *p1 = find_node(v, n, v[i].parent);
@@ -281,17 +278,16 @@ int charts_directives(const json_t *by, struct buf *out, struct err *e)
       double best = num(r, "best", NAN), mean = num(r, "mean", NAN);
       char vs[80];
       if (json_is_integer(val))
-        snprintf(vs, sizeof vs, "%lld",
-                 (long long)json_integer_value(val));
+        snprintf(vs, sizeof vs, "%lld", (long long)json_integer_value(val));
       else
-        snprintf(vs, sizeof vs, "%s", json_string_value(val) ? json_string_value(val) : "?");
+        snprintf(vs, sizeof vs, "%s",
+                 json_string_value(val) ? json_string_value(val) : "?");
       svg_text(&s, 150, y + 10, "end", "tick", "%s", vs);
       if (isfinite(best)) {
-        svg_rect(&s, 160, y, 400 * best / maxs, 14, "#9ecae1", "bar",
-                 NULL);
+        svg_rect(&s, 160, y, 400 * best / maxs, 14, "#9ecae1", "bar", NULL);
         if (isfinite(mean))
-          svg_rect(&s, 160, y + 4, 400 * fmax(mean, 0) / maxs, 6,
-                   "#3182bd", "bar-mean", NULL);
+          svg_rect(&s, 160, y + 4, 400 * fmax(mean, 0) / maxs, 6, "#3182bd",
+                   "bar-mean", NULL);
       }
       if (isfinite(best))
         svg_text(&s, 570, y + 11, "start", "tick",
@@ -306,8 +302,7 @@ int charts_directives(const json_t *by, struct buf *out, struct err *e)
   return emit(&s, out, e);
 }
 
-int charts_cost(const json_t *cost, double t0, struct buf *out,
-                struct err *e)
+int charts_cost(const json_t *cost, double t0, struct buf *out, struct err *e)
 {
   struct svg s;
   struct svg_plot p = {70, 20, 620, 200, 0, 0, 0, 0};

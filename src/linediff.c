@@ -63,8 +63,8 @@ static int same(const struct line *x, const struct line *y)
 
 /* The edit script of the middle a[p..p+n) -> b[p..p+m): LCS when it fits
  * in the cap, else delete-all then add-all. */
-static int middle_ops(const struct line *a, const struct line *b, int p,
-                      int n, int m, struct op *ops, int *nops, int *capped)
+static int middle_ops(const struct line *a, const struct line *b, int p, int n,
+                      int m, struct op *ops, int *nops, int *capped)
 {
   uint32_t *t;
   int i, j, k = *nops;
@@ -157,8 +157,7 @@ static void hunk(struct buf *out, const struct op *ops, int from, int to,
 
 int linediff_unified(const char *a_text, const char *b_text,
                      const char *label_a, const char *label_b, int context,
-                     struct buf *out, struct linediff_stat *st,
-                     struct err *e)
+                     struct buf *out, struct linediff_stat *st, struct err *e)
 {
   struct line *a = NULL, *b = NULL;
   struct op *ops = NULL;
@@ -184,8 +183,7 @@ int linediff_unified(const char *a_text, const char *b_text,
                  &s.capped))
     goto out;
   for (i = 0; i < suf; i++)
-    ops[nops++] =
-        (struct op){OP_EQ, na - suf + i, nb - suf + i};
+    ops[nops++] = (struct op){OP_EQ, na - suf + i, nb - suf + i};
   for (i = 0; i < nops; i++) {
     if (ops[i].kind == OP_ADD)
       s.added++;

@@ -175,8 +175,8 @@ static void sizes_table(struct buf *o, enum report_format f,
     } else {
       buf_puts(o, "<tr><td>");
       html_escape(o, size);
-      buf_printf(o, "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-                 cell[0], cell[1], cell[2]);
+      buf_printf(o, "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", cell[0],
+                 cell[1], cell[2]);
     }
   }
   if (f == REPORT_HTML)
@@ -208,8 +208,9 @@ static void summary(struct buf *o, enum report_format f, const json_t *run,
              (long long)json_integer_value(json_object_get(cfg, "seed")));
     row(o, f, "random seed", v);
   }
-  snprintf(v, sizeof v, "%.0f: %.0f ok, %.0f failed, %.0f rejected, %.0f "
-                        "pending, %.0f running",
+  snprintf(v, sizeof v,
+           "%.0f: %.0f ok, %.0f failed, %.0f rejected, %.0f "
+           "pending, %.0f running",
            num(c, "total"), fmax(num(c, "ok"), 0), fmax(num(c, "failed"), 0),
            fmax(num(c, "rejected"), 0), fmax(num(c, "pending"), 0),
            fmax(num(c, "running"), 0));
@@ -217,16 +218,18 @@ static void summary(struct buf *o, enum report_format f, const json_t *run,
   snprintf(v, sizeof v, "#%.0f", num(seed, "id"));
   row(o, f, "seed program", seed ? v : "-");
   if (best) {
-    snprintf(v, sizeof v, "#%.0f (island %.0f, generation %.0f, %s), "
-                          "score %.4g",
+    snprintf(v, sizeof v,
+             "#%.0f (island %.0f, generation %.0f, %s), "
+             "score %.4g",
              num(best, "id"), num(best, "island"), num(best, "generation"),
              str(best, "edit_kind"), num(best, "score"));
     row(o, f, "best program", v);
   } else {
     row(o, f, "best program", "none yet");
   }
-  snprintf(v, sizeof v, "%s; %.0f calls (%.0f failed), %.0f tokens in, "
-                        "%.0f out, $%.4f spent of $%.2f budget",
+  snprintf(v, sizeof v,
+           "%s; %.0f calls (%.0f failed), %.0f tokens in, "
+           "%.0f out, $%.4f spent of $%.2f budget",
            *str(run, "llm") ? str(run, "llm") : "none", num(l, "calls"),
            fmax(num(l, "failed"), 0), num(l, "tokens_in"),
            num(l, "tokens_out"), num(l, "cost_usd"),
@@ -249,8 +252,8 @@ static void diff_html(struct buf *o, const char *d)
     size_t n = strcspn(d, "\n");
     const char *cls = *d == '+' && strncmp(d, "+++", 3)   ? "add"
                       : *d == '-' && strncmp(d, "---", 3) ? "del"
-                      : *d == '@'                          ? "hunk"
-                                                           : NULL;
+                      : *d == '@'                         ? "hunk"
+                                                          : NULL;
     if (cls)
       buf_printf(o, "<span class=\"%s\">", cls);
     html_escape_n(o, d, n);
@@ -303,8 +306,8 @@ static int html_page(struct rundb *db, const json_t *run, const json_t *seed,
               "Policy\" content=\"default-src 'none'; style-src "
               "'unsafe-inline'; img-src data:\">\n<title>cuco report: ");
   html_escape(o, str(run, "workload"));
-  buf_printf(o, "</title>\n<style>%s</style></head><body>\n<h1>cuco run: ",
-             CSS);
+  buf_printf(o,
+             "</title>\n<style>%s</style></head><body>\n<h1>cuco run: ", CSS);
   html_escape(o, str(run, "workload"));
   buf_puts(o, "</h1>\n");
   summary(o, REPORT_HTML, run, seed, best);
@@ -324,8 +327,8 @@ static int html_page(struct rundb *db, const json_t *run, const json_t *seed,
     goto out;
   buf_puts(o, "</section>\n<section id=\"cost\"><h2>LLM cost over time</h2>"
               "\n");
-  if ((rc = charts_cost(json_object_get(plot, "cost"),
-                        num(run, "started_at"), o, e)))
+  if ((rc = charts_cost(json_object_get(plot, "cost"), num(run, "started_at"),
+                        o, e)))
     goto out;
   buf_puts(o, "</section>\n<section id=\"best-diff\"><h2>Best kernel "
               "against the seed</h2>\n");
@@ -372,8 +375,7 @@ static int md_page(struct rundb *db, const json_t *run, const json_t *seed,
                diff);
     free(diff);
   }
-  return buf_error(o) ? err_set(e, buf_error(o), "report: over its cap")
-                      : 0;
+  return buf_error(o) ? err_set(e, buf_error(o), "report: over its cap") : 0;
 }
 
 /* The program with id k of the run (NULL when k is not a positive id). */
@@ -418,6 +420,7 @@ static int write_file(const char *path, const char *data, size_t n,
 {
   char tmp[4096];
   FILE *f;
+  int ok;
 
   if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >=
       (int)sizeof tmp)
@@ -425,9 +428,10 @@ static int write_file(const char *path, const char *data, size_t n,
   f = fopen(tmp, "wb");
   if (!f)
     return err_set(e, ERR_IO, "%s: cannot write", tmp);
-  if (fwrite(data, 1, n, f) != n || fclose(f)) {
-    if (f)
-      fclose(f);
+  ok = fwrite(data, 1, n, f) == n;
+  if (fclose(f))
+    ok = 0;
+  if (!ok) {
     unlink(tmp);
     return err_set(e, ERR_IO, "%s: write failed", path);
   }
@@ -440,12 +444,11 @@ static int write_file(const char *path, const char *data, size_t n,
 
 int cmd_report(struct cmd_ctx *ctx, int argc, char **argv)
 {
-  static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
-                                       {"output", required_argument, NULL,
-                                        'o'},
-                                       {"format", required_argument, NULL,
-                                        'f'},
-                                       {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {
+      {"help", no_argument, NULL, 'h'},
+      {"output", required_argument, NULL, 'o'},
+      {"format", required_argument, NULL, 'f'},
+      {NULL, 0, NULL, 0}};
   const char *outpath = NULL;
   enum report_format fmt = REPORT_HTML;
   struct buf out = BUF_INIT(REPORT_CAP);

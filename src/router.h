@@ -26,14 +26,14 @@ enum router_kind {
 
 struct router_match {
   enum router_kind kind;
-  long long id;     /* ROUTE_API_PROGRAM */
-  char asset[128];  /* ROUTE_STATIC: name inside web/, e.g. "app.js" */
-  int island;       /* -1 = any */
+  long long id;    /* ROUTE_API_PROGRAM */
+  char asset[128]; /* ROUTE_STATIC: name inside web/, e.g. "app.js" */
+  int island;      /* -1 = any */
   char status[ROUTER_MAX_ARG + 1];    /* "" = any */
   char edit_kind[ROUTER_MAX_ARG + 1]; /* "" = any */
-  long long since;  /* updates: programs with a larger id ... */
-  double after;     /* ... or changed after this time */
-  char why[160];    /* the reason for a status other than 200 */
+  long long since; /* updates: programs with a larger id ... */
+  double after;    /* ... or changed after this time */
+  char why[160];   /* the reason for a status other than 200 */
 };
 
 /* Match method and path (url_len = bytes of the request's whole URL as

@@ -45,10 +45,11 @@ static json_t *jstr(const char *s, size_t n, size_t cap)
   memcpy(copy, s, n);
   while (i < n) {
     unsigned char c = (unsigned char)copy[i];
-    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2
-                            : (c & 0xf0) == 0xe0   ? 3
-                            : (c & 0xf8) == 0xf0   ? 4
-                                                   : 0;
+    size_t len = c < 0x80             ? 1
+                 : (c & 0xe0) == 0xc0 ? 2
+                 : (c & 0xf0) == 0xe0 ? 3
+                 : (c & 0xf8) == 0xf0 ? 4
+                                      : 0;
     int ok = len > 0 && i + len <= n;
     for (k = 1; ok && k < len; k++)
       ok = ((unsigned char)copy[i + k] & 0xc0) == 0x80;
@@ -179,15 +180,14 @@ struct rundb *rundb_open(const char *path, struct err *e)
     db_fail(db, e, path);
     goto fail;
   }
-  if (sqlite3_step(st) != SQLITE_ROW ||
-      !sqlite3_column_text(st, 0) ||
+  if (sqlite3_step(st) != SQLITE_ROW || !sqlite3_column_text(st, 0) ||
       strcmp((const char *)sqlite3_column_text(st, 0), "1")) {
     err_set(e, ERR_DB, "%s: schema version is not 1", path);
     goto fail;
   }
   sqlite3_finalize(st);
-  if (sqlite3_prepare_v2(db->db, "SELECT max(id) FROM runs", -1, &st,
-                         NULL) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(db->db, "SELECT max(id) FROM runs", -1, &st, NULL) !=
+      SQLITE_OK) {
     db_fail(db, e, path);
     goto fail;
   }
@@ -477,9 +477,9 @@ json_t *rundb_program(struct rundb *db, long long id, struct err *e)
     diff = rundb_diff(db, parent, id, e);
     if (!diff && e->code != ERR_NOTFOUND)
       goto fail;
-    json_object_set_new(p, "diff_to_parent", jstr(diff ? diff : "",
-                                                  diff ? strlen(diff) : 0,
-                                                  DIFF_CAP));
+    json_object_set_new(
+        p, "diff_to_parent",
+        jstr(diff ? diff : "", diff ? strlen(diff) : 0, DIFF_CAP));
     free(diff);
   } else {
     json_object_set_new(p, "diff_to_parent", json_string(""));
@@ -507,8 +507,8 @@ fail:
 
 json_t *rundb_plot(struct rundb *db, struct err *e)
 {
-  static const char *const dims[] = {"backend", "placement", "sync",
-                                     "issuer", "chunk_bytes"};
+  static const char *const dims[] = {"backend", "placement", "sync", "issuer",
+                                     "chunk_bytes"};
   json_t *plot = json_object(), *x, *by;
   char sql[512];
   size_t i;

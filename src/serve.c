@@ -91,9 +91,8 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status,
 
   json_decref(j);
   if (!s)
-    return reply(c, 500, "application/json",
-                 "{\"error\":\"out of memory\"}", 25,
-                 MHD_RESPMEM_PERSISTENT);
+    return reply(c, 500, "application/json", "{\"error\":\"out of memory\"}",
+                 25, MHD_RESPMEM_PERSISTENT);
   /* jansson allocates with malloc, so MHD may free() it. */
   return reply(c, status, "application/json", s, strlen(s),
                MHD_RESPMEM_MUST_FREE);
@@ -180,8 +179,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
   status = router_route(method, url, url_len, &m);
   if (status == 200) {
     cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-    te = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                     "Transfer-Encoding");
+    te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
     if ((cl && strcmp(cl, "0")) || te) {
       status = 413;
       snprintf(m.why, sizeof m.why, "a request body is not accepted");
@@ -226,11 +224,10 @@ static int parse_bind(const char *addr, unsigned port,
 
 int cmd_serve(struct cmd_ctx *ctx, int argc, char **argv)
 {
-  static const struct option opts[] = {
-      {"help", no_argument, NULL, 'h'},
-      {"port", required_argument, NULL, 'p'},
-      {"bind", required_argument, NULL, 'b'},
-      {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
+                                       {"port", required_argument, NULL, 'p'},
+                                       {"bind", required_argument, NULL, 'b'},
+                                       {NULL, 0, NULL, 0}};
   const char *bind = "127.0.0.1";
   unsigned long port = 8077;
   struct sockaddr_storage ss;
@@ -249,8 +246,7 @@ int cmd_serve(struct cmd_ctx *ctx, int argc, char **argv)
     case 'p':
       port = strtoul(optarg, &end, 10);
       if (*end || !*optarg || port > 65535)
-        return cmd_bad_usage(ctx, "--port must be 0..65535, not '%s'",
-                             optarg);
+        return cmd_bad_usage(ctx, "--port must be 0..65535, not '%s'", optarg);
       break;
     case 'b':
       bind = optarg;
@@ -263,8 +259,9 @@ int cmd_serve(struct cmd_ctx *ctx, int argc, char **argv)
     return cmd_bad_usage(ctx, "give exactly one run database");
   fam = parse_bind(bind, (unsigned)port, &ss);
   if (fam < 0)
-    return cmd_bad_usage(ctx, "--bind must be an IPv4 or IPv6 address, "
-                              "not '%s'",
+    return cmd_bad_usage(ctx,
+                         "--bind must be an IPv4 or IPv6 address, "
+                         "not '%s'",
                          bind);
   sv.db = rundb_open(argv[optind], &e);
   if (!sv.db) {
@@ -278,13 +275,13 @@ int cmd_serve(struct cmd_ctx *ctx, int argc, char **argv)
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, NULL);
   signal(SIGPIPE, SIG_IGN);
-  d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
-          (fam == AF_INET6 ? MHD_USE_IPv6 : 0),
-      (uint16_t)port, NULL, NULL, handle, &sv, MHD_OPTION_SOCK_ADDR,
-      (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-      (size_t)MEMORY_LIMIT, MHD_OPTION_CONNECTION_LIMIT, 64u,
-      MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+  d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+                           (fam == AF_INET6 ? MHD_USE_IPv6 : 0),
+                       (uint16_t)port, NULL, NULL, handle, &sv,
+                       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                       MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                       (size_t)MEMORY_LIMIT, MHD_OPTION_CONNECTION_LIMIT, 64u,
+                       MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
   if (!d) {
     fprintf(stderr, "cuco serve: cannot listen on %s port %lu (in use?)\n",
             bind, port);

@@ -37,8 +37,8 @@ static int dead(struct svg *s)
     return 1;
   be = buf_error(&s->b);
   if (be) {
-    fail(s, be, be == ERR_TOOBIG ? "document over its size cap"
-                                 : "out of memory");
+    fail(s, be,
+         be == ERR_TOOBIG ? "document over its size cap" : "out of memory");
     return 1;
   }
   return 0;
@@ -124,8 +124,9 @@ void svg_rect(struct svg *s, double x, double y, double w, double h,
     fail(s, ERR_PARSE, "a rectangle has a negative size");
     return;
   }
-  buf_printf(&s->b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                    "height=\"%.1f\"",
+  buf_printf(&s->b,
+             "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+             "height=\"%.1f\"",
              x, y, w, h);
   attr(s, "fill", fill);
   attr(s, "class", cls);
@@ -139,9 +140,8 @@ void svg_line(struct svg *s, double x1, double y1, double x2, double y2,
   if (dead(s) || !finite_all(s, 5, x1, y1, x2, y2, width) ||
       !token_ok(s, stroke))
     return;
-  buf_printf(&s->b,
-             "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"", x1,
-             y1, x2, y2);
+  buf_printf(&s->b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"",
+             x1, y1, x2, y2);
   attr(s, "stroke", stroke ? stroke : "#000");
   buf_printf(&s->b, " stroke-width=\"%.2g\"%s/>\n", width,
              dashed ? " stroke-dasharray=\"4 3\"" : "");
@@ -155,8 +155,7 @@ void svg_circle(struct svg *s, double cx, double cy, double r,
   if (dead(s) || !finite_all(s, 3, cx, cy, r) || !token_ok(s, fill) ||
       !token_ok(s, cls))
     return;
-  buf_printf(&s->b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\"", cx, cy,
-             r);
+  buf_printf(&s->b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\"", cx, cy, r);
   attr(s, "fill", fill);
   attr(s, "class", cls);
   if (attrs)
@@ -177,8 +176,7 @@ void svg_polyline(struct svg *s, const double *xy, size_t n,
       return;
   buf_puts(&s->b, "<polyline points=\"");
   for (i = 0; i < n; i++)
-    buf_printf(&s->b, "%s%.1f,%.1f", i ? " " : "", xy[2 * i],
-               xy[2 * i + 1]);
+    buf_printf(&s->b, "%s%.1f,%.1f", i ? " " : "", xy[2 * i], xy[2 * i + 1]);
   buf_puts(&s->b, "\" fill=\"none\"");
   attr(s, "stroke", stroke ? stroke : "#000");
   buf_printf(&s->b, " stroke-width=\"%.2g\"/>\n", width);

@@ -31,13 +31,20 @@ static void test_control_and_utf8(void **state)
 {
   (void)state;
   /* Control bytes, DEL and a NUL inside the length become U+FFFD. */
-  esc("a\x01" "b\x7f" "c", 5, "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c");
+  esc("a\x01"
+      "b\x7f"
+      "c",
+      5,
+      "a\xef\xbf\xbd"
+      "b\xef\xbf\xbd"
+      "c");
   esc("x\0y", 3, "x\xef\xbf\xbdy");
   /* Valid UTF-8 stays, invalid sequences are replaced. */
   esc("\xc3\xa9t\xc3\xa9", 5, "\xc3\xa9t\xc3\xa9");
   esc("\xe2\x82", 2, "\xef\xbf\xbd\xef\xbf\xbd");
-  esc("\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd");         /* overlong */
-  esc("\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"); /* surrogate */
+  esc("\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd"); /* overlong */
+  esc("\xed\xa0\x80", 3,
+      "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"); /* surrogate */
   esc("\xf0\x9f\x98\x80", 4, "\xf0\x9f\x98\x80");
 }
 

@@ -38,8 +38,8 @@ static void test_change_in_middle(void **state)
   struct linediff_stat st;
   char *d;
   (void)state;
-  d = diff("1\n2\n3\n4\n5\n6\n7\n8\n9\n", "1\n2\n3\n4\nfive\n6\n7\n8\n9\n",
-           2, &st);
+  d = diff("1\n2\n3\n4\n5\n6\n7\n8\n9\n", "1\n2\n3\n4\nfive\n6\n7\n8\n9\n", 2,
+           &st);
   assert_string_equal(d, "--- a\n+++ b\n@@ -3,5 +3,5 @@\n 3\n 4\n-5\n+five\n"
                          " 6\n 7\n");
   assert_int_equal(st.added, 1);

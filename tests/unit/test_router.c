@@ -43,8 +43,7 @@ static void test_not_found(void **state)
   assert_int_equal(route("GET", "/api/program/0", &m), 404);
   assert_int_equal(route("GET", "/api/program/-1", &m), 404);
   assert_int_equal(route("GET", "/api/program/12a", &m), 404);
-  assert_int_equal(route("GET", "/api/program/1234567890123456789", &m),
-                   404);
+  assert_int_equal(route("GET", "/api/program/1234567890123456789", &m), 404);
   assert_int_equal(route("GET", "/api/program/", &m), 400); /* ends in / */
   assert_int_equal(route("GET", "/api/other", &m), 404);
   assert_int_equal(route("GET", "/etc/passwd", &m), 404);
@@ -127,10 +126,8 @@ static void test_args(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_routes),
-      cmocka_unit_test(test_not_found),
-      cmocka_unit_test(test_traversal),
-      cmocka_unit_test(test_method_and_size),
+      cmocka_unit_test(test_routes),    cmocka_unit_test(test_not_found),
+      cmocka_unit_test(test_traversal), cmocka_unit_test(test_method_and_size),
       cmocka_unit_test(test_args),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

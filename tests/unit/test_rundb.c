@@ -38,7 +38,8 @@ static const char SCHEMA[] =
     " island INTEGER, generation INTEGER, text TEXT, created_at REAL);"
     "INSERT INTO meta VALUES ('schema_version','1');"
     "INSERT INTO runs VALUES (1,'wl','workloads/wl',100,160,'done',"
-    " '{\"seed\":3}','{\"gpus\":{\"count\":2}}','{\"full\":{\"median_ms\":2}}',"
+    " '{\"seed\":3}','{\"gpus\":{\"count\":2}}','{\"full\":{\"median_ms\":2}}'"
+    ","
     " 1,3,'openai:m',1.0,0.25);"
     "INSERT INTO programs (id, run_id, island, generation, edit_kind, code,"
     " directives_json, backend, placement, status, stage, score, metrics_json,"
@@ -120,13 +121,13 @@ static void test_run(void **state)
   r = rundb_run(db, &e);
   assert_non_null(r);
   assert_string_equal(json_string_value(json_object_get(r, "workload")), "wl");
-  assert_int_equal(json_integer_value(json_object_get(
-                       json_object_get(json_object_get(r, "machine"), "gpus"),
-                       "count")),
-                   2);
+  assert_int_equal(
+      json_integer_value(json_object_get(
+          json_object_get(json_object_get(r, "machine"), "gpus"), "count")),
+      2);
   assert_float_equal(json_real_value(json_object_get(r, "wall_s")), 60, 1e-9);
-  assert_int_equal(json_integer_value(json_object_get(
-                       json_object_get(r, "counts"), "total")),
+  assert_int_equal(json_integer_value(
+                       json_object_get(json_object_get(r, "counts"), "total")),
                    4);
   assert_int_equal(json_integer_value(json_object_get(
                        json_object_get(r, "counts"), "pending")),
@@ -213,8 +214,8 @@ static void test_program_detail(void **state)
   p = rundb_program(db, 2, &e);
   assert_string_equal(json_string_value(json_object_get(p, "verify_log")),
                       "?A");
-  assert_non_null(strstr(json_string_value(json_object_get(p, "error")),
-                         "second line"));
+  assert_non_null(
+      strstr(json_string_value(json_object_get(p, "error")), "second line"));
   s = json_dumps(p, 0);
   assert_non_null(s);
   free(s);

@@ -120,10 +120,8 @@ static void test_axes(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_document),
-      cmocka_unit_test(test_sticky_nan),
-      cmocka_unit_test(test_bad_tokens),
-      cmocka_unit_test(test_groups_and_cap),
+      cmocka_unit_test(test_document),   cmocka_unit_test(test_sticky_nan),
+      cmocka_unit_test(test_bad_tokens), cmocka_unit_test(test_groups_and_cap),
       cmocka_unit_test(test_axes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
