@@ -28,7 +28,27 @@
 
 struct server {
   struct rundb *db;
+  int loopback; /* bound to a loopback address: check the Host header */
 };
+
+/* On a loopback address only loopback names may be in Host, so a web page
+ * elsewhere cannot reach the API by rebinding its DNS name to 127.0.0.1. */
+static int host_ok(const char *host)
+{
+  static const char *const names[] = {"127.0.0.1", "localhost", "[::1]"};
+  size_t i, n;
+
+  if (!host)
+    return 0;
+  for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+    n = strlen(names[i]);
+    if (!strncmp(host, names[i], n) && (host[n] == '\0' || host[n] == ':') &&
+        strspn(host + n + (host[n] == ':'), "0123456789") ==
+            strlen(host + n + (host[n] == ':')))
+      return 1;
+  }
+  return 0;
+}
 
 /* Sum of the query arguments' sizes, to bound the whole URL. */
 static enum MHD_Result count_arg(void *cls, enum MHD_ValueKind kind,
@@ -177,6 +197,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
   *req_cls = sv;
   MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_arg, &url_len);
   status = router_route(method, url, url_len, &m);
+  if (status == 200 && sv->loopback &&
+      !host_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"))) {
+    status = 421;
+    snprintf(m.why, sizeof m.why, "the Host header is not a loopback name");
+  }
   if (status == 200) {
     cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
@@ -231,7 +256,7 @@ int cmd_serve(struct cmd_ctx *ctx, int argc, char **argv)
   const char *bind = "127.0.0.1";
   unsigned long port = 8077;
   struct sockaddr_storage ss;
-  struct server sv = {NULL};
+  struct server sv = {NULL, 0};
   struct MHD_Daemon *d = NULL;
   const union MHD_DaemonInfo *info;
   struct err e = {0, ""};
@@ -263,6 +288,8 @@ int cmd_serve(struct cmd_ctx *ctx, int argc, char **argv)
                          "--bind must be an IPv4 or IPv6 address, "
                          "not '%s'",
                          bind);
+  sv.loopback = (fam == AF_INET && !strncmp(bind, "127.", 4)) ||
+                (fam == AF_INET6 && !strcmp(bind, "::1"));
   sv.db = rundb_open(argv[optind], &e);
   if (!sv.db) {
     fprintf(stderr, "cuco serve: %s\n", e.msg);

@@ -171,6 +171,45 @@ function renderPlot() {
   $('plot').replaceChildren(svg);
 }
 
+// Best and mean score per directive value, from /api/plot.
+async function renderByDirective() {
+  let plot;
+  try { plot = await getJSON('/api/plot'); } catch (e) { return; }
+  const by = plot.by_directive || {};
+  let rows = 0, best = 0;
+  for (const vals of Object.values(by)) {
+    rows += vals.length ? vals.length + 1 : 0;
+    for (const v of vals) if (typeof v.best === 'number') best = Math.max(best, v.best);
+  }
+  if (!rows || best <= 0) {
+    $('bydir').replaceChildren(el('p', { class: 'note' }, 'No candidate with a score yet.'));
+    return;
+  }
+  const svg = sv('svg', { width: 640, height: 10 + rows * 18, id: 'bydir-svg' });
+  let y = 4;
+  const text = (x, yy, anchor, t) => {
+    const n = sv('text', { x, y: yy, 'text-anchor': anchor, class: 'tick' });
+    n.textContent = t;
+    svg.appendChild(n);
+  };
+  for (const [dim, vals] of Object.entries(by)) {
+    if (!vals.length) continue;
+    text(4, y + 12, 'start', dim);
+    y += 18;
+    for (const v of vals) {
+      text(130, y + 11, 'end', String(v.value));
+      if (typeof v.best === 'number') {
+        svg.appendChild(sv('rect', { x: 136, y, width: 300 * v.best / best, height: 13, fill: '#9ecae1', class: 'bar' }));
+        svg.appendChild(sv('rect', { x: 136, y: y + 4, width: 300 * Math.max(v.mean || 0, 0) / best, height: 5, fill: '#3182bd' }));
+      }
+      text(444, y + 11, 'start', typeof v.best === 'number'
+        ? `best ${fmt(v.best, 3)}, mean ${fmt(v.mean, 3)}, ${v.n_ok} ok of ${v.n}` : `no score, 0 ok of ${v.n}`);
+      y += 18;
+    }
+  }
+  $('bydir').replaceChildren(svg);
+}
+
 function render() {
   renderTree();
   renderPlot();
@@ -279,6 +318,7 @@ async function poll() {
     renderSummary(j.run);
     if (merge(j.programs)) {
       if (state.filterIds) await applyFilter(); else render();
+      renderByDirective();
     }
     $('live').classList.remove('stale');
   } catch (e) {
@@ -294,6 +334,7 @@ async function main() {
   renderSummary(run);
   merge(progs.programs);
   render();
+  await renderByDirective();
   document.body.dataset.ready = '1';
   setTimeout(poll, POLL_MS);
 }

@@ -84,6 +84,10 @@ async function main() {
     const pts = await page.locator('#plot .pt').count();
     check(`the plot has one point per evaluated candidate (${pts} of ${evaluated})`, pts === evaluated && evaluated > 0);
 
+    const bars = await page.locator('#bydir-svg .bar').count();
+    const nvals = sql(db, "SELECT count(*) FROM (SELECT DISTINCT placement FROM programs WHERE status='ok' AND placement IS NOT NULL AND run_id=(SELECT max(id) FROM runs))")[0][0];
+    check(`the directive chart has bars (${bars}, placement values with a score: ${nvals})`, bars >= nvals && nvals > 0);
+
     await page.locator(`#tree .node[data-id="${child[0]}"]`).click();
     await page.waitForSelector('#detail-title', { timeout: 10000 });
     const diff = await page.locator('#diff').textContent();

@@ -76,6 +76,8 @@ get "an oversized URL is refused" "/api/programs?island=1&x=$(head -c 3000 /dev/
 get "an oversized header is refused" /api/run 431 -H "X-Big: $(head -c 40000 /dev/zero | tr '\0' a)"
 get "POST is refused" /api/run 405 -X POST -d x=1
 get "a GET with a body is refused" /api/run 413 -X GET --data-binary @"$TMP/run.db"
+get "a foreign Host is refused on loopback (DNS rebinding)" /api/run 421 -H "Host: evil.example:8077"
+get "localhost is a fine Host" /api/run 200 -H "Host: localhost:8077"
 get "the server still answers" /api/run 200
 
 # The database file is open read-only: its descriptor's access mode is
