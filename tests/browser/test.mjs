@@ -120,6 +120,21 @@ async function main() {
     check(`a candidate inserted while the page is open (#${added}) appears`, appeared);
     check('... without a reload', await page.evaluate(() => window.__noReload === 1));
     check('... and the plot gains its point', (await page.locator('#plot .pt').count()) === evaluated + 1);
+
+    // A candidate that finishes while the page is open changes its mark.
+    const running = sql(db, "SELECT id FROM programs WHERE status='running' AND run_id=(SELECT max(id) FROM runs) LIMIT 1");
+    if (running.length) {
+      const rid = running[0][0];
+      execFileSync('python3', ['-c',
+        'import sqlite3,sys,time;c=sqlite3.connect(sys.argv[1],timeout=10);' +
+        "c.execute(\"UPDATE programs SET status='failed', stage='verify', error='late failure', finished_at=? WHERE id=?\", (time.time()+1e6, int(sys.argv[2])));c.commit()",
+        db, String(rid)]);
+      let changed = true;
+      try {
+        await page.waitForSelector(`#tree .node.failed[data-id="${rid}"]`, { timeout: 10000 });
+      } catch (e) { changed = false; }
+      check(`a running candidate (#${rid}) that fails meanwhile is redrawn as failed`, changed);
+    }
     check('the UI logged no console error', errors.length === 0, errors.join('\n'));
 
     // The static report, with the network off.
