@@ -213,9 +213,10 @@ void rundb_close(struct rundb *db)
   free(db);
 }
 
-/* Run sql (with ?1 = run id) and collect each row with row_json. */
-static json_t *query_rows(struct rundb *db, const char *sql, size_t cap,
-                          struct err *e)
+/* Run sql (with ?1 = run id and, when the statement has it, ?2 = arg) and
+ * collect each row with row_json. */
+static json_t *query_rows(struct rundb *db, const char *sql, long long arg,
+                          size_t cap, struct err *e)
 {
   sqlite3_stmt *st;
   json_t *arr, *row;
@@ -226,6 +227,8 @@ static json_t *query_rows(struct rundb *db, const char *sql, size_t cap,
     return NULL;
   }
   sqlite3_bind_int64(st, 1, db->run_id);
+  if (sqlite3_bind_parameter_count(st) >= 2)
+    sqlite3_bind_int64(st, 2, arg);
   arr = json_array();
   while (arr && (rc = sqlite3_step(st)) == SQLITE_ROW) {
     row = row_json(st, cap);
@@ -245,10 +248,10 @@ static json_t *query_rows(struct rundb *db, const char *sql, size_t cap,
 }
 
 /* The first row of a query as an object (NULL: none, *e says why). */
-static json_t *query_one(struct rundb *db, const char *sql, size_t cap,
-                         struct err *e)
+static json_t *query_one(struct rundb *db, const char *sql, long long arg,
+                         size_t cap, struct err *e)
 {
-  json_t *rows = query_rows(db, sql, cap, e), *one = NULL;
+  json_t *rows = query_rows(db, sql, arg, cap, e), *one = NULL;
 
   if (!rows)
     return NULL;
@@ -265,7 +268,7 @@ json_t *rundb_run(struct rundb *db, struct err *e)
   json_t *run, *x;
   double t0, t1;
 
-  run = query_one(db, "SELECT * FROM runs WHERE id=?1", TEXT_CAP, e);
+  run = query_one(db, "SELECT * FROM runs WHERE id=?1", 0, TEXT_CAP, e);
   if (!run)
     return NULL;
   x = query_one(db,
@@ -277,14 +280,14 @@ json_t *rundb_run(struct rundb *db, struct err *e)
                 " max(max(coalesce(created_at,0), coalesce(started_at,0),"
                 " coalesce(finished_at,0))) AS max_t"
                 " FROM programs WHERE run_id=?1",
-                0, e);
+                0, 0, e);
   if (!x)
     goto fail;
   json_object_set_new(run, "counts", x);
   x = query_rows(db,
                  "SELECT DISTINCT island FROM programs WHERE run_id=?1 AND"
                  " island IS NOT NULL ORDER BY island",
-                 0, e);
+                 0, 0, e);
   if (!x)
     goto fail;
   {
@@ -301,7 +304,7 @@ json_t *rundb_run(struct rundb *db, struct err *e)
                 " coalesce(sum(cost_usd),0.0) AS cost_usd,"
                 " sum(outcome IS NOT NULL AND outcome!='ok') AS failed"
                 " FROM llm_calls WHERE run_id=?1",
-                0, e);
+                0, 0, e);
   if (!x)
     goto fail;
   json_object_set_new(run, "llm_totals", x);
@@ -441,27 +444,24 @@ done:
 
 json_t *rundb_program(struct rundb *db, long long id, struct err *e)
 {
-  char sql[512];
   json_t *p, *x;
   long long parent, call;
   char *diff;
 
-  snprintf(sql, sizeof sql,
-           "SELECT " SUMMARY_COLS ", code, metrics_json, build_log,"
-           " verify_log, error, rationale, code_hash FROM programs"
-           " WHERE run_id=?1 AND id=%lld",
-           id);
-  p = query_one(db, sql, CODE_CAP, e);
+  p = query_one(db,
+                "SELECT " SUMMARY_COLS ", code, metrics_json, build_log,"
+                " verify_log, error, rationale, code_hash FROM programs"
+                " WHERE run_id=?1 AND id=?2",
+                id, CODE_CAP, e);
   if (!p) {
     if (e && e->code == ERR_NOTFOUND)
       err_set(e, ERR_NOTFOUND, "program %lld not found", id);
     return NULL;
   }
-  snprintf(sql, sizeof sql,
-           "SELECT id FROM programs WHERE run_id=?1 AND (parent_id=%lld OR"
-           " parent2_id=%lld) ORDER BY id",
-           id, id);
-  x = query_rows(db, sql, 0, e);
+  x = query_rows(db,
+                 "SELECT id FROM programs WHERE run_id=?1 AND (parent_id=?2"
+                 " OR parent2_id=?2) ORDER BY id",
+                 id, 0, e);
   if (!x)
     goto fail;
   {
@@ -486,14 +486,13 @@ json_t *rundb_program(struct rundb *db, long long id, struct err *e)
   }
   call = json_integer_value(json_object_get(p, "llm_call_id"));
   if (call > 0)
-    snprintf(sql, sizeof sql,
-             "SELECT * FROM llm_calls WHERE run_id=?1 AND id=%lld", call);
+    x = query_rows(db, "SELECT * FROM llm_calls WHERE run_id=?1 AND id=?2",
+                   call, TEXT_CAP, e);
   else
-    snprintf(sql, sizeof sql,
-             "SELECT * FROM llm_calls WHERE run_id=?1 AND program_id=%lld"
-             " ORDER BY id LIMIT 1",
-             id);
-  x = query_rows(db, sql, TEXT_CAP, e);
+    x = query_rows(db,
+                   "SELECT * FROM llm_calls WHERE run_id=?1 AND"
+                   " program_id=?2 ORDER BY id LIMIT 1",
+                   id, TEXT_CAP, e);
   if (!x)
     goto fail;
   json_object_set(p, "llm",
@@ -518,12 +517,13 @@ json_t *rundb_plot(struct rundb *db, struct err *e)
                  " score, speedup, median_ms, created_at, finished_at FROM"
                  " programs WHERE run_id=?1 AND status IN"
                  " ('ok','failed','rejected') ORDER BY id",
-                 0, e);
+                 0, 0, e);
   if (!x)
     goto fail;
   json_object_set_new(plot, "points", x);
   by = json_object();
   json_object_set_new(plot, "by_directive", by);
+  /* The column names are the constants above, never input. */
   for (i = 0; i < sizeof dims / sizeof dims[0]; i++) {
     snprintf(sql, sizeof sql,
              "SELECT %s AS value, count(*) AS n, sum(status='ok') AS n_ok,"
@@ -531,7 +531,7 @@ json_t *rundb_plot(struct rundb *db, struct err *e)
              " run_id=?1 AND status IN ('ok','failed','rejected') AND %s"
              " IS NOT NULL GROUP BY %s ORDER BY %s",
              dims[i], dims[i], dims[i], dims[i]);
-    x = query_rows(db, sql, 200, e);
+    x = query_rows(db, sql, 0, 200, e);
     if (!x)
       goto fail;
     json_object_set_new(by, dims[i], x);
@@ -541,7 +541,7 @@ json_t *rundb_plot(struct rundb *db, struct err *e)
                  " AS cost_usd, sum(coalesce(cost_usd,0)) OVER (ORDER BY"
                  " created_at, id) AS cum_usd FROM llm_calls WHERE"
                  " run_id=?1 ORDER BY created_at, id",
-                 0, e);
+                 0, 0, e);
   if (!x)
     goto fail;
   json_object_set_new(plot, "cost", x);
