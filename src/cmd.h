@@ -26,6 +26,8 @@ struct cmd {
 };
 
 int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv);
+int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv);
+int cmd_evolve(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_report(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_serve(struct cmd_ctx *ctx, int argc, char **argv);
 
