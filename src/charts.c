@@ -75,7 +75,7 @@ int charts_scores(const json_t *points, struct buf *out, struct err *e)
     p.ymin = 0, p.ymax = 1;
   p.ymin = fmin(p.ymin, 0);
   svg_begin(&s, SVG_CAP, 720, 340, "score over candidates per island");
-  svg_axes(&s, &p, "candidate id", "score (speedup over baseline)");
+  svg_axes(&s, &p, "candidate id", "score (higher is better)");
   svg_text(&s, p.px - 6, p.py + p.ph + 48, "end", "tick", "failed");
   /* Each improvement adds two points (a step), plus the final one. */
   line = malloc((4 * n + 4) * sizeof *line);
@@ -260,7 +260,8 @@ int charts_directives(const json_t *by, struct buf *out, struct err *e)
 
   json_object_foreach((json_t *)by, dim, vals)
   {
-    nrows += json_array_size(vals) + 1;
+    if (json_array_size(vals))
+      nrows += json_array_size(vals) + 1;
     json_array_foreach(vals, k, r) maxs = fmax(maxs, num(r, "best", 0));
   }
   if (nrows == 0 || maxs <= 0)

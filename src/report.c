@@ -42,8 +42,9 @@ static const char *str(const json_t *o, const char *k)
   return s ? s : "";
 }
 
-/* A size's median from metrics/baseline JSON: {"size": {"median_ms"}} or
- * {"size": {"timing": {"median_ms"}}} (RESULT.json's shape). */
+/* A size's median from metrics or baseline JSON.  Shapes seen: the
+ * contract's {"SIZE": {"median_ms"}}, RESULT.json's {"SIZE": {"timing":
+ * {"median_ms"}}}, and cuco evolve's {"bench": {"SIZE": {...}}}. */
 static double size_ms(const json_t *m, const char *size)
 {
   const json_t *s = json_object_get(m, size);
@@ -51,7 +52,20 @@ static double size_ms(const json_t *m, const char *size)
 
   if (!isfinite(v))
     v = num(json_object_get(s, "timing"), "median_ms");
+  if (!isfinite(v) && json_is_object(json_object_get(m, "bench")))
+    v = size_ms(json_object_get(m, "bench"), size);
   return v;
+}
+
+/* The object whose keys name the timed sizes: the baseline's, else the
+ * seed's bench metrics. */
+static const json_t *size_keys(const json_t *baseline, const json_t *sm)
+{
+  if (json_is_object(baseline) && json_object_size(baseline))
+    return baseline;
+  if (json_is_object(json_object_get(sm, "bench")))
+    return json_object_get(sm, "bench");
+  return json_is_object(sm) ? sm : NULL;
 }
 
 static void fmt_time(char *out, size_t n, double t)
@@ -147,26 +161,38 @@ static void sizes_table(struct buf *o, enum report_format f,
   const json_t *v;
   const json_t *sm = json_object_get(seed, "metrics");
   const json_t *bm = json_object_get(best, "metrics");
+  const json_t *keys = size_keys(baseline, sm);
+  int have_base = json_is_object(baseline) && json_object_size(baseline);
   char cell[3][64];
 
+  /* Without a baseline (a freeform workload) speedups are over the seed. */
   if (f == REPORT_MD)
-    buf_puts(o, "\n| size | baseline ms | seed ms (speedup) | best ms "
-                "(speedup) |\n|---|---|---|---|\n");
+    buf_printf(o,
+               "\n| size | baseline ms | seed ms (speedup) | best ms "
+               "(speedup%s) |\n|---|---|---|---|\n",
+               have_base ? "" : " over the seed");
   else
-    buf_puts(o, "<table id=\"sizes\"><tr><th>size</th><th>baseline "
-                "ms</th><th>seed ms (speedup)</th><th>best ms (speedup)"
-                "</th></tr>\n");
-  json_object_foreach((json_t *)baseline, size, v)
+    buf_printf(o,
+               "<table id=\"sizes\"><tr><th>size</th><th>baseline "
+               "ms</th><th>seed ms (speedup)</th><th>best ms (speedup%s)"
+               "</th></tr>\n",
+               have_base ? "" : " over the seed");
+  json_object_foreach((json_t *)keys, size, v)
   {
-    double b = size_ms(baseline, size), s = size_ms(sm, size);
-    double x = size_ms(bm, size);
+    double s = size_ms(sm, size), x = size_ms(bm, size);
+    double b = have_base ? size_ms(baseline, size) : NAN;
+    double ref = have_base ? b : s;
+    if (!json_is_object(v))
+      continue;
     snprintf(cell[0], sizeof cell[0], isfinite(b) ? "%.4g" : "-", b);
-    if (isfinite(s))
+    if (isfinite(s) && isfinite(b))
       snprintf(cell[1], sizeof cell[1], "%.4g (%.2fx)", s, b / s);
+    else if (isfinite(s))
+      snprintf(cell[1], sizeof cell[1], "%.4g", s);
     else
       snprintf(cell[1], sizeof cell[1], "-");
-    if (isfinite(x))
-      snprintf(cell[2], sizeof cell[2], "%.4g (%.2fx)", x, b / x);
+    if (isfinite(x) && isfinite(ref))
+      snprintf(cell[2], sizeof cell[2], "%.4g (%.2fx)", x, ref / x);
     else
       snprintf(cell[2], sizeof cell[2], "-");
     if (f == REPORT_MD) {
@@ -227,13 +253,20 @@ static void summary(struct buf *o, enum report_format f, const json_t *run,
   } else {
     row(o, f, "best program", "none yet");
   }
-  snprintf(v, sizeof v,
-           "%s; %.0f calls (%.0f failed), %.0f tokens in, "
-           "%.0f out, $%.4f spent of $%.2f budget",
-           *str(run, "llm") ? str(run, "llm") : "none", num(l, "calls"),
-           fmax(num(l, "failed"), 0), num(l, "tokens_in"),
-           num(l, "tokens_out"), num(l, "cost_usd"),
-           fmax(num(run, "budget_usd"), 0));
+  {
+    double budget = num(run, "budget_usd");
+    char bs[48];
+    if (budget > 0)
+      snprintf(bs, sizeof bs, " of a $%.2f budget", budget);
+    else
+      snprintf(bs, sizeof bs, " (no budget set)");
+    snprintf(v, sizeof v,
+             "%s; %.0f calls (%.0f failed), %.0f tokens in, "
+             "%.0f out, $%.4f spent%s",
+             *str(run, "llm") ? str(run, "llm") : "none", num(l, "calls"),
+             fmax(num(l, "failed"), 0), num(l, "tokens_in"),
+             num(l, "tokens_out"), num(l, "cost_usd"), bs);
+  }
   row(o, f, "LLM", v);
   flatten(o, f, json_object_get(run, "machine"), "machine", &left);
   if (f == REPORT_HTML)

@@ -536,6 +536,39 @@ json_t *rundb_plot(struct rundb *db, struct err *e)
       goto fail;
     json_object_set_new(by, dims[i], x);
   }
+  /* CUCO-PARAM knobs: one dimension "params.NAME" per knob. */
+  x = query_rows(db,
+                 "SELECT j.key AS dim, j.value AS value, count(*) AS n,"
+                 " sum(status='ok') AS n_ok, max(score) AS best, avg(score)"
+                 " AS mean FROM programs, json_each(CASE WHEN"
+                 " json_valid(directives_json) THEN directives_json ELSE"
+                 " '{}' END, '$.params') AS j WHERE run_id=?1 AND status IN"
+                 " ('ok','failed','rejected') AND j.key IS NOT NULL AND"
+                 " j.type IN ('text','integer','real') GROUP BY j.key,"
+                 " j.value ORDER BY j.key, j.value",
+                 0, 200, e);
+  if (!x)
+    goto fail;
+  {
+    json_t *r;
+    char key[96];
+    json_array_foreach(x, i, r)
+    {
+      json_t *arr;
+      snprintf(key, sizeof key, "params.%s",
+               json_string_value(json_object_get(r, "dim"))
+                   ? json_string_value(json_object_get(r, "dim"))
+                   : "?");
+      arr = json_object_get(by, key);
+      if (!arr) {
+        arr = json_array();
+        json_object_set_new(by, key, arr);
+      }
+      json_object_del(r, "dim");
+      json_array_append(arr, r);
+    }
+    json_decref(x);
+  }
   x = query_rows(db,
                  "SELECT id, created_at AS t, purpose, coalesce(cost_usd,0)"
                  " AS cost_usd, sum(coalesce(cost_usd,0)) OVER (ORDER BY"
