@@ -24,8 +24,7 @@ static const struct cmd commands[] = {
      "  -o FILE     also write the JSON description to FILE\n"
      "  --llm       send one tiny request to each configured model\n"},
     {"eval", cmd_eval, "evaluate a candidate: static, build, verify, bench",
-     "usage: cuco eval WORKLOAD [--candidate FILE | --impl NAME|all | "
-     "--cheats]\n"
+     "usage: cuco eval WORKLOAD [--candidate FILE | --impl NAME|all | --cheats]\n"
      "                 [--ranks N] [--vranks R] [--sizes LIST] [--gpus LIST]\n"
      "                 [--compile-only] [--no-bench] [--out DIR] [--json]\n"
      "                 [--timeout S] [--build-timeout S] [--seed N]\n"
@@ -42,8 +41,7 @@ static const struct cmd commands[] = {
      "                    stage its CUCO-EXPECT-REJECT line names\n"
      "  --ranks N         rank processes (default: the workload's smallest)\n"
      "  --vranks R        R virtual ranks on one GPU (protocol test only)\n"
-     "  --sizes LIST      size names or shapes: "
-     "small_a,M=4104,K=8192,N=28680\n"
+     "  --sizes LIST      size names or shapes: small_a,M=4104,K=8192,N=28680\n"
      "  --gpus LIST       CUDA devices for the ranks, e.g. 0,1\n"
      "  --compile-only    build objects only (no GPU, no NCCL library)\n"
      "  --no-bench        stop after verify\n"

@@ -10,17 +10,18 @@
 
 #include "candidate.h"
 
-static const char *seed = "#include \"rt.cuh\"\n"                   /* 1 */
-                          "static int frozen_a = 1;\n"              /* 2 */
-                          "// EVOLVE-BLOCK-START\n"                 /* 3 */
-                          "__global__ void k(int *x) { *x = 1; }\n" /* 4 */
-                          "// EVOLVE-BLOCK-END\n"                   /* 5 */
-                          "int wl_step(struct wl_ctx *c) {\n"       /* 6 */
-                          "  // EVOLVE-BLOCK-START\n"               /* 7 */
-                          "  k<<<1, 1>>>(0);\n"                     /* 8 */
-                          "  // EVOLVE-BLOCK-END\n"                 /* 9 */
-                          "  return 0;\n"                           /* 10 */
-                          "}\n";                                    /* 11 */
+static const char *seed =
+    "#include \"rt.cuh\"\n"                 /* 1 */
+    "static int frozen_a = 1;\n"            /* 2 */
+    "// EVOLVE-BLOCK-START\n"               /* 3 */
+    "__global__ void k(int *x) { *x = 1; }\n" /* 4 */
+    "// EVOLVE-BLOCK-END\n"                 /* 5 */
+    "int wl_step(struct wl_ctx *c) {\n"     /* 6 */
+    "  // EVOLVE-BLOCK-START\n"             /* 7 */
+    "  k<<<1, 1>>>(0);\n"                   /* 8 */
+    "  // EVOLVE-BLOCK-END\n"               /* 9 */
+    "  return 0;\n"                         /* 10 */
+    "}\n";                                  /* 11 */
 
 static void test_blocks(void **state)
 {
@@ -104,8 +105,7 @@ static void test_frozen(void **state)
   frozen_bad("  return 0;\n", "  return 0; \n", "at line 10:");
   /* an edit inside a block moves later line numbers: still reported in
    * the candidate's own numbering */
-  frozen_bad("  k<<<1, 1>>>(0);\n",
-             "  k<<<1, 1>>>(0);\n  x();\n  y();\n"
+  frozen_bad("  k<<<1, 1>>>(0);\n", "  k<<<1, 1>>>(0);\n  x();\n  y();\n"
              "  // EVOLVE-BLOCK-END\n  z();\n  // EVOLVE-BLOCK-START\n",
              "3 EVOLVE blocks, the seed has 2");
   frozen_bad("  return 0;\n}\n", "  return 0;\n}\nint main() {}\n",
@@ -154,7 +154,8 @@ static void test_forbidden(void **state)
   forbid("#undef CUCO_CHUNK_BYTES\n", 0, "#undef of a CUCO_");
   forbid("#define CUCO_PARAM_x 4\n", 0, "may only get a default");
   forbid("#ifndef CUCO_PARAM_x\n#define CUCO_PARAM_x 4\n#endif\n", 0, NULL);
-  forbid("int y; /* swallow the frozen text\n", 0, "ends inside a comment");
+  forbid("int y; /* swallow the frozen text\n", 0,
+         "ends inside a comment");
   forbid("#if 0\n", 0, "unbalanced #if/#endif");
   forbid("#endif\n#if 1\n", 0, "unbalanced #if/#endif");
 }
@@ -185,8 +186,8 @@ static void test_check(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_blocks),    cmocka_unit_test(test_blocks_bad),
-      cmocka_unit_test(test_replace),   cmocka_unit_test(test_frozen),
+      cmocka_unit_test(test_blocks),   cmocka_unit_test(test_blocks_bad),
+      cmocka_unit_test(test_replace),  cmocka_unit_test(test_frozen),
       cmocka_unit_test(test_forbidden), cmocka_unit_test(test_check),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
