@@ -53,7 +53,7 @@ get "a failed program" "/api/program/$failed" 200
 pyjson "... has its error and stage" "d['status']=='failed' and d['error'] and d['stage'] in ('build','verify','bench')"
 get "/api/plot" /api/plot 200
 pyjson "plot has points, by_directive, cost" \
-  "len(d['points'])==39 and set(d['by_directive'])=={'backend','placement','sync','issuer','chunk_bytes'} and d['cost'][-1]['cum_usd']>0"
+  "len(d['points'])==39 and set(d['by_directive'])=={'backend','placement','sync','issuer','chunk_bytes','params.comm_ctas'} and len(d['by_directive']['params.comm_ctas'])>1 and d['cost'][-1]['cum_usd']>0"
 get "/api/updates since the newest" "/api/updates?since=40" 200
 pyjson "... lists nothing new" "d['programs']==[] and d['run']['counts']['total']==40"
 new=$(python3 "$ROOT/tests/fixtures/make_run_db.py" "$TMP/run.db" --add-candidate)
