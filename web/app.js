@@ -127,6 +127,19 @@ function renderTree() {
   $('tree').replaceChildren(svg);
 }
 
+// About five ticks at 1, 2 or 5 times a power of ten (integers if asked).
+function ticks(lo, hi, integers) {
+  const raw = (hi - lo) / 5;
+  if (!(raw > 0)) return [lo];
+  const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const f = raw / mag;
+  let step = (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+  if (integers) step = Math.max(1, Math.round(step));
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9 && out.length < 20; v += step) out.push(v);
+  return out;
+}
+
 function renderPlot() {
   const pts = [...state.programs.values()].filter((p) => FINISHED.has(p.status))
     .sort((a, b) => a.id - b.id);
@@ -142,14 +155,15 @@ function renderPlot() {
   const Y = (v) => T + PH - (v - ymin) / (ymax - ymin) * PH;
   svg.appendChild(sv('line', { x1: L, y1: T + PH, x2: L + PW, y2: T + PH, stroke: '#444' }));
   svg.appendChild(sv('line', { x1: L, y1: T, x2: L, y2: T + PH, stroke: '#444' }));
-  for (let i = 0; i <= 4; i++) {
-    const v = ymin + (ymax - ymin) * i / 4;
+  for (const v of ticks(ymin, ymax, false)) {
     const t = sv('text', { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end', class: 'tick' });
-    t.textContent = v.toPrecision(3);
+    t.textContent = String(Number(v.toPrecision(4)));
     svg.appendChild(t);
-    const xv = xmin + (xmax - xmin) * i / 4;
-    const tx = sv('text', { x: X(xv), y: T + PH + 14, 'text-anchor': 'middle', class: 'tick' });
-    tx.textContent = Math.round(xv);
+    svg.appendChild(sv('line', { x1: L, y1: Y(v), x2: L + PW, y2: Y(v), stroke: '#eee' }));
+  }
+  for (const v of ticks(xmin, xmax, true)) {
+    const tx = sv('text', { x: X(v), y: T + PH + 14, 'text-anchor': 'middle', class: 'tick' });
+    tx.textContent = String(v);
     svg.appendChild(tx);
   }
   const lab = sv('text', { x: L - 6, y: T + PH + 40, 'text-anchor': 'end', class: 'tick' });
