@@ -322,6 +322,19 @@ static void failures(struct buf *o, const json_t *programs)
   buf_puts(o, "</table></section>\n");
 }
 
+/* A figure that cannot be drawn (values the SVG cannot hold, such as an
+ * infinite range) becomes a note; only running out of memory or of the
+ * output cap stops the report. */
+static int figure(int rc, struct buf *o, struct err *e)
+{
+  if (rc != ERR_PARSE)
+    return rc;
+  buf_puts(o, "<p class=\"note\">Figure not drawn: ");
+  html_escape(o, e->msg);
+  buf_puts(o, "</p>\n");
+  return buf_error(o);
+}
+
 static int html_page(struct rundb *db, const json_t *run, const json_t *seed,
                      const json_t *best, struct buf *o, struct err *e)
 {
@@ -346,22 +359,26 @@ static int html_page(struct rundb *db, const json_t *run, const json_t *seed,
   summary(o, REPORT_HTML, run, seed, best);
   buf_puts(o, "<section id=\"scores\"><h2>Score over candidates per "
               "island</h2>\n<div class=\"scroll\">");
-  if ((rc = charts_scores(json_object_get(plot, "points"), o, e)))
+  if ((rc =
+           figure(charts_scores(json_object_get(plot, "points"), o, e), o, e)))
     goto out;
   buf_puts(o, "</div></section>\n<section id=\"lineage\"><h2>Lineage</h2>"
               "<p class=\"note\">One row per generation; dashed edges lead "
               "to a second parent (crossover); hover a node for its "
               "details.</p>\n<div class=\"scroll\">");
-  if ((rc = charts_lineage(programs, o, e)))
+  if ((rc = figure(charts_lineage(programs, o, e), o, e)))
     goto out;
   buf_puts(o, "</div></section>\n<section id=\"directives\"><h2>Score by "
               "directive value</h2>\n");
-  if ((rc = charts_directives(json_object_get(plot, "by_directive"), o, e)))
+  if ((rc = figure(
+           charts_directives(json_object_get(plot, "by_directive"), o, e), o,
+           e)))
     goto out;
   buf_puts(o, "</section>\n<section id=\"cost\"><h2>LLM cost over time</h2>"
               "\n");
-  if ((rc = charts_cost(json_object_get(plot, "cost"), num(run, "started_at"),
-                        o, e)))
+  if ((rc = figure(charts_cost(json_object_get(plot, "cost"),
+                               num(run, "started_at"), o, e),
+                   o, e)))
     goto out;
   buf_puts(o, "</section>\n<section id=\"best-diff\"><h2>Best kernel "
               "against the seed</h2>\n");

@@ -213,8 +213,8 @@ async function renderByDirective() {
     for (const v of vals) {
       text(130, y + 11, 'end', String(v.value));
       if (typeof v.best === 'number') {
-        svg.appendChild(sv('rect', { x: 136, y, width: 300 * v.best / best, height: 13, fill: '#9ecae1', class: 'bar' }));
-        svg.appendChild(sv('rect', { x: 136, y: y + 4, width: 300 * Math.max(v.mean || 0, 0) / best, height: 5, fill: '#3182bd' }));
+        svg.appendChild(sv('rect', { x: 136, y, width: 300 * (v.best / best), height: 13, fill: '#9ecae1', class: 'bar' }));
+        svg.appendChild(sv('rect', { x: 136, y: y + 4, width: 300 * (Math.max(v.mean || 0, 0) / best), height: 5, fill: '#3182bd' }));
       }
       text(444, y + 11, 'start', typeof v.best === 'number'
         ? `best ${fmt(v.best, 3)}, mean ${fmt(v.mean, 3)}, ${v.n_ok} ok of ${v.n}` : `no score, 0 ok of ${v.n}`);

@@ -53,4 +53,10 @@ expect_rc "a bad --format is a usage error" 2 "$CUCO" report "$TMP/run.db" --for
 expect_rc "no database is a usage error" 2 "$CUCO" report
 [ -e "$TMP/x.html" ] && not_ok "no output after an error" "x.html exists" || ok "no output after an error"
 expect_rc "an unwritable output is an error" 1 "$CUCO" report "$TMP/run.db" -o "$TMP/no/such/dir/r.html"
+# Hostile numbers and shapes: a report still comes out, with a note.
+cp "$TMP/run.db" "$TMP/odd.db"
+sqlite3 "$TMP/odd.db" "UPDATE programs SET score=1e308 WHERE id=2; UPDATE programs SET metrics_json='[1,2]', directives_json='{\"params\":[1]}' WHERE id=3; UPDATE runs SET baseline_json='\"x\"', machine_json='not json'"
+expect_rc "odd values still make a report" 0 "$CUCO" report "$TMP/odd.db" -o "$TMP/odd.html"
+expect_grep "... with a note for the figure it cannot draw" "$TMP/odd.html" "Figure not drawn: svg: a coordinate is not a finite number"
+expect_grep "... and the rest of the page" "$TMP/odd.html" "<section id=\"failures\">"
 done_testing
