@@ -319,7 +319,10 @@ static void failures(struct buf *o, const json_t *programs)
     buf_puts(o, "</td></tr>\n");
     shown++;
   }
-  buf_puts(o, "</table></section>\n");
+  buf_puts(o, "</table>");
+  if (shown == 0)
+    buf_puts(o, "<p class=\"note\">No candidate failed.</p>");
+  buf_puts(o, "</section>\n");
 }
 
 /* A figure that cannot be drawn (values the SVG cannot hold, such as an

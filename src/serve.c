@@ -314,6 +314,10 @@ int cmd_serve(struct cmd_ctx *ctx, int argc, char **argv)
             bind, port);
     goto out;
   }
+  if (!sv.loopback)
+    log_warn("serve: listening on %s: anyone who can reach this address "
+             "can read the run (code, prompts, logs)",
+             bind);
   info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
   printf("cuco serve: http://%s%s%s:%u/ (%s, read-only; Ctrl-C stops)\n",
          fam == AF_INET6 ? "[" : "", bind, fam == AF_INET6 ? "]" : "",

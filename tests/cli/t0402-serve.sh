@@ -94,6 +94,11 @@ kill $pid; wait $pid 2>/dev/null
 rc=$?
 [ "$rc" = 0 ] && ok "SIGTERM stops serve cleanly" || not_ok "SIGTERM stops serve cleanly" "exit $rc"
 
+"$CUCO" serve "$TMP/run.db" --port 0 --bind 0.0.0.0 >"$TMP/any.out" 2>"$TMP/any.err" &
+apid=$!
+for _ in $(seq 50); do grep -q 'http://' "$TMP/any.out" && break; sleep 0.1; done
+kill $apid; wait $apid 2>/dev/null
+expect_grep "binding beyond loopback warns that anyone can read the run" "$TMP/any.err" "anyone who can reach this address"
 expect_rc "a missing database is an error" 1 "$CUCO" serve "$TMP/none.db" --port 0
 expect_rc "a bad --bind is a usage error" 2 "$CUCO" serve "$TMP/run.db" --bind example.com
 expect_rc "a bad --port is a usage error" 2 "$CUCO" serve "$TMP/run.db" --port 70000
