@@ -65,6 +65,27 @@ int evolve_opts_init(struct evolve_opts *o, const struct config *cfg,
       config_get_double(cfg, "evolve", "alpha", 1, 0.01, 100, &o->sel.alpha,
                         e))
     return e->code;
+  {
+    const char *q = config_get(cfg, "evolve", "edit_sequence", "");
+    while (*q && o->nseq < 16) {
+      size_t n = strcspn(q, ", ");
+      if (n) {
+        if ((n != 4 || (strncmp(q, "diff", 4) && strncmp(q, "full", 4) &&
+                        strncmp(q, "tune", 4))) &&
+            (n != 5 || strncmp(q, "cross", 5))) {
+          const struct config_entry *en =
+              config_find(cfg, "evolve", "edit_sequence");
+          return err_set(e, ERR_CONFIG,
+                         "%s: edit_sequence: '%.*s' is not diff, full, "
+                         "cross or tune",
+                         en ? en->origin : "[evolve]", (int)n, q);
+        }
+        snprintf(o->seq[o->nseq++], sizeof(o->seq[0]), "%.*s", (int)n, q);
+      }
+      q += n;
+      q += strspn(q, ", ");
+    }
+  }
   sel = config_get(cfg, "evolve", "selection", "weighted");
   k = select_kind_parse(sel);
   if (k < 0) {
@@ -330,8 +351,10 @@ static int load_run(struct evolve *s, struct err *e)
     }
   }
   db_programs_free(arr, n);
-  for (i = 0; i < EVOLVE_MAX_ISLANDS; i++)
+  for (i = 0; i < EVOLVE_MAX_ISLANDS; i++) {
     s->isl[i].done = s->isl[i].issued;
+    s->seq_pos += s->isl[i].issued;
+  }
   for (i = 0; i < s->nqueue; i++) {
     struct member *m = search_find(s, s->queue[i]);
     if (m)

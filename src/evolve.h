@@ -41,6 +41,10 @@ struct evolve_opts {
   int novelty_attempts;    /* proposals per generation slot */
   int inspirations;
   struct select_params sel;
+  /* [evolve] edit_sequence = diff, full, cross: a fixed cycle of edit
+   * kinds instead of the phase mix (ablations and replayed tests) */
+  int nseq;
+  char seq[16][8];
 };
 
 struct config;

@@ -252,6 +252,10 @@ static long find_exact(const char *code, const struct patch_block *bl, int nb,
 
   while ((p = strstr(p, search)) != NULL) {
     size_t off = (size_t)(p - code);
+    if (off && code[off - 1] != '\n') {
+      p++; /* a match must start at a line start */
+      continue;
+    }
     for (i = 0; i < nb; i++)
       if (off >= bl[i].start && off + sn <= bl[i].end)
         return (long)off;

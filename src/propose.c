@@ -205,6 +205,12 @@ static const char *pick_kind(struct evolve *s, int exploit, size_t nok)
   double u = select_rng_uniform(&s->rng);
   int i;
 
+  if (s->o.nseq) {
+    const char *k = s->o.seq[s->seq_pos++ % s->o.nseq];
+    if (!strcmp(k, "cross") && nok < 2)
+      return s->use_llm ? "diff" : "tune";
+    return !s->use_llm && strcmp(k, "cross") ? "tune" : k;
+  }
   if (!s->use_llm)
     return nok >= 2 && u < 0.1 ? "cross" : "tune";
   for (i = 0; i < 3; i++) {
@@ -292,6 +298,13 @@ static int next_job(struct evolve *s, struct job *j, int64_t *id)
     children[pick] = ok[pick]->children;
   }
   pick = select_parent(&s->o.sel, score, children, nok, &s->rng);
+  /* the offline tuner exploits by hill-climbing: mostly from the best */
+  if (!s->use_llm && s->isl[best_k].exploit &&
+      select_rng_uniform(&s->rng) < 0.7) {
+    struct select_params hill = s->o.sel;
+    hill.kind = SELECT_HILL;
+    pick = select_parent(&hill, score, children, nok, &s->rng);
+  }
   p = ok[pick];
   s->isl[best_k].issued++;
   update_phase(s, &s->isl[best_k]);
@@ -323,9 +336,15 @@ static int next_job(struct evolve *s, struct job *j, int64_t *id)
   }
   if (!strcmp(j->kind, "tune")) {
     int trc = propose_tune(s, j, p);
-    if (trc == ERR_NOTFOUND && s->best_id && s->best_id != p->p.id)
-      trc = propose_tune(s, j, search_find(s, s->best_id));
-    if (trc) {
+    if (trc == ERR_NOTFOUND && s->best_id && s->best_id != p->p.id) {
+      struct member *b = search_find(s, s->best_id);
+      trc = propose_tune(s, j, b);
+      if (!trc)
+        j->parent_id = b->p.id;
+    }
+    if (trc && s->use_llm) {
+      snprintf(j->kind, sizeof(j->kind), "diff"); /* the LLM edits code */
+    } else if (trc) {
       log_info("evolve: island %d: no unseen configuration near #%lld "
                "(the space looks exhausted)",
                best_k, (long long)p->p.id);
@@ -334,7 +353,8 @@ static int next_job(struct evolve *s, struct job *j, int64_t *id)
       j->kind[0] = '\0';
       goto out;
     }
-  } else if (s->use_llm) {
+  }
+  if (s->use_llm && strcmp(j->kind, "tune")) {
     double temps[2][2] = {{0.8, 0.5}, {0.2, 0.0}};
     j->temperature = temps[j->exploit][select_rng_below(&s->rng, 2)];
     j->model = s->model ? s->model
@@ -522,7 +542,7 @@ static int64_t propose_llm(struct evolve *s, struct job *j)
     struct err e = {0, ""};
     int64_t who = 0, id = 0;
     double sim = 0, threshold = s->o.novelty;
-    int rc;
+    int rc, meta_due = 0;
 
     memset(&req, 0, sizeof(req));
     req.system = j->system;
@@ -580,12 +600,16 @@ static int64_t propose_llm(struct evolve *s, struct job *j)
       if (m) {
         s->n_rejected++;
         search_progress(s, m, "rejected before evaluation");
+        if (attempt + 1 == s->o.novelty_attempts)
+          meta_due = search_generation_done(s, j->island, m);
       }
     } else if (!code) {
       m = insert_row(s, j, NULL, "failed", errline, why, resp.call_id, &e);
       if (m) {
         s->n_failed++;
+        s->count++;
         search_progress(s, m, "");
+        meta_due = search_generation_done(s, j->island, m);
       }
     } else {
       m = insert_row(s, j, code, "pending", NULL, why, resp.call_id, &e);
@@ -596,6 +620,8 @@ static int64_t propose_llm(struct evolve *s, struct job *j)
       log_warn("evolve: %s", e.msg);
     pthread_mutex_unlock(&s->mu);
     (void)note;
+    if (meta_due)
+      search_meta_summary(s, j->island);
     llm_response_release(&resp);
     free(parent);
     free(parent2);

@@ -241,7 +241,7 @@ void search_progress(struct evolve *s, const struct member *m,
 
 /* After a finished generation on island k (lock held): the phase, the
  * migration and whether a meta summary is due (returned). */
-static int after_generation(struct evolve *s, int k, const struct member *m)
+int search_generation_done(struct evolve *s, int k, const struct member *m)
 {
   struct island *is = &s->isl[k];
   struct err e;
@@ -265,7 +265,7 @@ static int after_generation(struct evolve *s, int k, const struct member *m)
 
 /* Write the meta summary of island k: statistics, and with an LLM its
  * recommendations.  Called without the lock. */
-static void meta_summary(struct evolve *s, int k)
+void search_meta_summary(struct evolve *s, int k)
 {
   struct db_program *arr;
   char *stats, *text = NULL;
@@ -479,11 +479,11 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
       if (db_run_set_program(s->db, s->run.id, "best_program_id", m->p.id, e))
         log_warn("evolve: %s", e->msg);
     }
-    meta_due = after_generation(s, k, m);
+    meta_due = search_generation_done(s, k, m);
   }
   search_progress(s, m, rc ? "evaluation could not run" : NULL);
   pthread_mutex_unlock(&s->mu);
   if (meta_due)
-    meta_summary(s, k);
+    search_meta_summary(s, k);
   return rc;
 }

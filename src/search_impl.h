@@ -64,6 +64,7 @@ struct evolve {
   int total; /* candidates planned: islands * generations */
   int count; /* candidate rows this session finished */
   int n_ok, n_failed, n_rejected;
+  int seq_pos; /* next entry of o.seq */
 };
 
 /* search.c */
@@ -91,6 +92,15 @@ int search_copy(struct evolve *s, const struct member *src, int dst,
 /* One progress line for a finished candidate (lock held). */
 void search_progress(struct evolve *s, const struct member *m,
                      const char *note);
+
+/* Island k finished a generation whose candidate is m (lock held):
+ * island best, stagnation, migration.  Returns 1 when a meta summary is
+ * due (call search_meta_summary without the lock). */
+int search_generation_done(struct evolve *s, int k, const struct member *m);
+
+/* Write island k's meta summary (statistics; with an LLM, its
+ * recommendations too).  Lock NOT held. */
+void search_meta_summary(struct evolve *s, int k);
 
 /* Write the run's best program to DIR/best.EXT (lock held). */
 void search_write_best(struct evolve *s);

@@ -322,7 +322,7 @@ int tuner_propose(const struct workload *w, const struct directive_set *parent,
     goto out;
   build_space(w, s);
   to_index(s, parent, idx);
-  if (explore && select_rng_uniform(rng) < 0.3) {
+  if (explore && select_rng_uniform(rng) < 0.15) {
     rc = random_restart(s, parent, idx, rng, seen, ud, out, what, whatn);
     if (!rc)
       goto out;

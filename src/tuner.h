@@ -6,7 +6,7 @@
  *  - exploit: a coordinate move (one dimension one step: the next/previous
  *    chunk size or numeric choice, another value of a categorical one),
  *    every 1-step neighbour tried in random order, then 2-step ones;
- *  - explore: the same, but 30% of the time a random restart (a uniformly
+ *  - explore: the same, but 15% of the time a random restart (a uniformly
  *    drawn configuration), and a 2-coordinate move half of the time;
  *  - anything the caller says was seen (already in the database) is
  *    skipped; when the whole neighbourhood is seen, a random restart.

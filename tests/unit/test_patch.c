@@ -60,6 +60,23 @@ static void test_diff_exact(void **state)
   free(out);
 }
 
+static void test_diff_line_anchored(void **state)
+{
+  struct patch_stats st;
+  struct err e = {0, ""};
+  char *out = NULL;
+  /* "return y;" occurs mid-line; the SEARCH without indentation must go
+   * through the whitespace-tolerant path and keep the indentation */
+  const char *d = "<<<<<<< SEARCH\nreturn y;\n=======\nreturn y + 1;\n"
+                  ">>>>>>> REPLACE\n";
+  (void)state;
+  assert_int_equal(patch_apply_diff(prog, d, &out, &st, &e), 0);
+  assert_int_equal(st.exact, 0);
+  assert_int_equal(st.whitespace, 1);
+  assert_non_null(strstr(out, "\n    return y + 1;\n}\n"));
+  free(out);
+}
+
 static void test_diff_whitespace_reindent(void **state)
 {
   struct patch_stats st;
@@ -243,6 +260,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_blocks),
       cmocka_unit_test(test_diff_exact),
+      cmocka_unit_test(test_diff_line_anchored),
       cmocka_unit_test(test_diff_whitespace_reindent),
       cmocka_unit_test(test_diff_unmatched_and_outside),
       cmocka_unit_test(test_diff_malformed),

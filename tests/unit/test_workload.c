@@ -138,15 +138,21 @@ static void test_load_bad(void **state)
   expect_bad("ranks       = 1,2,4,8", "ranks = 2,1", "workload.ini:5:");
   expect_bad("ranks       = 1,2,4,8", "rank = 2", "unknown key 'rank'");
   expect_bad("kind        = runtime", "kind = gpu", "workload.ini:4:");
-  expect_bad("seed        = seed.cu", "seed = nope.cu", "nope.cu: no such file");
+  expect_bad("seed        = seed.cu", "seed = nope.cu",
+             "nope.cu: no such file");
   expect_bad("seed        = seed.cu", "seed = ../x.cu", "not a file name");
   expect_bad("bench  = full_4k", "bench = full_9k", "workload.ini:12:");
-  expect_bad("small_b  = M=40, K=72, N=24", "small_b = M=40,K", "'K' is not KEY=VALUE");
-  expect_bad("small_b  = M=40, K=72, N=24", "small_b = M=-4", "not a positive");
-  expect_bad("chunk     = 64KiB..64MiB", "chunk = 3KiB..1MiB", "workload.ini:24:");
+  expect_bad("small_b  = M=40, K=72, N=24", "small_b = M=40,K",
+             "'K' is not KEY=VALUE");
+  expect_bad("small_b  = M=40, K=72, N=24", "small_b = M=-4",
+             "not a positive");
+  expect_bad("chunk     = 64KiB..64MiB", "chunk = 3KiB..1MiB",
+             "workload.ini:24:");
   expect_bad("chunk     = 64KiB..64MiB", "chunk = 1MiB..64KiB", "empty chunk");
-  expect_bad("backend   = lsa", "backend = lsa, mpi", "'mpi' is not a backend");
-  expect_bad("mode = fast, safe", "mode = fa st", "not an integer or identifier");
+  expect_bad("backend   = lsa", "backend = lsa, mpi",
+             "'mpi' is not a backend");
+  expect_bad("mode = fast, safe", "mode = fa st",
+             "not an integer or identifier");
   expect_bad("rel_l2 = 2e-2", "rel_l2 = 2", "not in (0, 1)");
   expect_bad("[params]", "[parms]", "unknown section [parms]");
   expect_bad("name        = gemm_allgather\n", "", "name is missing");
@@ -216,7 +222,7 @@ static void test_sizes(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_load_good),   cmocka_unit_test(test_load_bad),
+      cmocka_unit_test(test_load_good),    cmocka_unit_test(test_load_bad),
       cmocka_unit_test(test_missing_file), cmocka_unit_test(test_freeform),
       cmocka_unit_test(test_sizes),
   };
