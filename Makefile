@@ -23,6 +23,11 @@ SRC      := $(wildcard src/*.c)
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
 OBJ      := $(SRC:src/%.c=$(BUILD)/obj/%.o)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+# The web UI (web/) is embedded into the binary with xxd -i.
+WEB_FILES := $(shell find web -type f 2>/dev/null | LC_ALL=C sort)
+WEB_OBJ  := $(BUILD)/obj/web_assets.o
+OBJ      += $(WEB_OBJ)
+LIB_OBJ  += $(WEB_OBJ)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPERS := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
@@ -39,6 +44,14 @@ $(BUILD)/cuco: $(OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/gen/web_assets.c: $(WEB_FILES) scripts/embed-web.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-web.sh $@ $(WEB_FILES)
+
+$(WEB_OBJ): $(BUILD)/gen/web_assets.c src/webassets.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 

@@ -4,12 +4,17 @@
 set -e
 PKGS="build-essential pkg-config libcurl4-openssl-dev libjansson-dev
 libsqlite3-dev libmicrohttpd-dev libinih-dev libxxhash-dev libcmocka-dev
-clang-format cppcheck sqlite3 python3 curl"
+clang-format cppcheck sqlite3 python3 curl xxd
+chromium chromium-driver"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
     missing="$missing $p"
 done
+# Node and npm for the browser tests: Debian's, unless some node is there
+# already (a NodeSource node brings its own npm and conflicts with Debian's).
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -84,6 +84,32 @@ static const struct cmd commands[] = {
      "  --slots N         candidates evaluated at once (default: one per\n"
      "                    group of N GPUs; 1 for CPU workloads)\n"
      "  --sizes LIST      sizes for every evaluation (default: the sets)\n"},
+    {"report", cmd_report, "write a run database as an HTML or text report",
+     "usage: cuco report RUN.db [-o FILE] [--format html|md]\n"
+     "\n"
+     "Write one self-contained HTML page (inline SVG, no script, nothing\n"
+     "loaded from the network) about the newest run in RUN.db: summary\n"
+     "(workload, baseline, seed and best times per size with speedups,\n"
+     "machine, LLM cost, wall time), score over candidates per island,\n"
+     "the lineage tree, score by directive value, LLM cost over time, the\n"
+     "best kernel's diff against the seed, and the failures.  The\n"
+     "database is opened read-only.\n"
+     "\n"
+     "  -o, --output FILE  write to FILE (default: standard output)\n"
+     "  --format md        a Markdown summary instead of HTML\n"},
+    {"serve", cmd_serve, "browse a run database in a local web UI",
+     "usage: cuco serve RUN.db [--port N] [--bind ADDR]\n"
+     "\n"
+     "Serve a web UI over the newest run in RUN.db: the lineage tree\n"
+     "(click a candidate for its code, diff to its parent, directives,\n"
+     "stage reached, metrics, build and verify logs, LLM prompt and\n"
+     "response), score plots, filters by island, status and edit kind,\n"
+     "and live updates while a search writes the database.  The database\n"
+     "is opened read-only.  JSON API: /api/run, /api/programs,\n"
+     "/api/program/ID, /api/plot, /api/updates?since=ID&after=T.\n"
+     "\n"
+     "  --port N     TCP port (default 8077; 0 picks a free one)\n"
+     "  --bind ADDR  address to listen on (default 127.0.0.1)\n"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

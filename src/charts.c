@@ -1,0 +1,339 @@
+/* charts.c - the report's SVG figures; see charts.h. */
+#include "charts.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "html.h"
+#include "svg.h"
+
+#define SVG_CAP   (8u * 1024 * 1024)
+#define MAX_NODES 5000 /* a tree larger than this is drawn in part */
+
+static double num(const json_t *o, const char *k, double dflt)
+{
+  const json_t *v = json_object_get(o, k);
+  return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+static const char *str(const json_t *o, const char *k)
+{
+  const char *s = json_string_value(json_object_get(o, k));
+  return s ? s : "";
+}
+
+/* Finish s, append it to out, release it. */
+static int emit(struct svg *s, struct buf *out, struct err *e)
+{
+  int rc = svg_finish(s, e);
+
+  if (rc == 0) {
+    buf_puts(out, svg_str(s));
+    rc = buf_error(out);
+    if (rc)
+      err_set(e, rc, "report: output over its cap");
+  }
+  svg_release(s);
+  return rc;
+}
+
+static int note(struct buf *out, const char *text)
+{
+  buf_puts(out, "<p class=\"note\">");
+  html_escape(out, text);
+  buf_puts(out, "</p>\n");
+  return buf_error(out);
+}
+
+int charts_scores(const json_t *points, struct buf *out, struct err *e)
+{
+  struct svg s;
+  struct svg_plot p = {70, 44, 620, 236, 0, 0, 0, 0};
+  double best[64], lastx[64], *line = NULL;
+  int have = 0, isl;
+  size_t k, n = json_array_size(points), nline;
+  const json_t *pt;
+  char title[160], attrs[48];
+
+  if (n == 0)
+    return note(out, "No candidate has been evaluated yet.");
+  p.xmin = p.xmax = num(json_array_get(points, 0), "id", 0);
+  json_array_foreach(points, k, pt)
+  {
+    double x = num(pt, "id", 0), y = num(pt, "score", NAN);
+    p.xmin = fmin(p.xmin, x);
+    p.xmax = fmax(p.xmax, x);
+    if (isfinite(y)) {
+      p.ymin = have ? fmin(p.ymin, y) : y;
+      p.ymax = have ? fmax(p.ymax, y) : y;
+      have = 1;
+    }
+  }
+  if (!have)
+    p.ymin = 0, p.ymax = 1;
+  p.ymin = fmin(p.ymin, 0);
+  svg_begin(&s, SVG_CAP, 720, 340, "score over candidates per island");
+  svg_axes(&s, &p, "candidate id", "score (higher is better)");
+  svg_text(&s, p.px - 6, p.py + p.ph + 48, "end", "tick", "failed");
+  /* Each improvement adds two points (a step), plus the final one. */
+  line = malloc((4 * n + 4) * sizeof *line);
+  if (!line) {
+    svg_release(&s);
+    return err_set(e, ERR_NOMEM, "out of memory");
+  }
+  /* Each island's best-so-far as a step line, drawn under the points. */
+  for (isl = 0; isl < 64; isl++) {
+    nline = 0;
+    best[isl] = -INFINITY;
+    json_array_foreach(points, k, pt)
+    {
+      double y = num(pt, "score", NAN);
+      if ((int)num(pt, "island", 0) != isl || !isfinite(y))
+        continue;
+      if (y > best[isl]) {
+        if (nline) {
+          line[2 * nline] = svg_plot_x(&p, num(pt, "id", 0));
+          line[2 * nline + 1] = line[2 * nline - 1];
+          nline++;
+        }
+        best[isl] = y;
+        line[2 * nline] = svg_plot_x(&p, num(pt, "id", 0));
+        line[2 * nline + 1] = svg_plot_y(&p, y);
+        nline++;
+      }
+      lastx[isl] = svg_plot_x(&p, num(pt, "id", 0));
+    }
+    if (nline >= 1) {
+      line[2 * nline] = lastx[isl];
+      line[2 * nline + 1] = line[2 * nline - 1];
+      svg_polyline(&s, line, nline + 1, svg_palette(isl), 1.2);
+    }
+  }
+  free(line);
+  svg_group_open(&s, "points");
+  json_array_foreach(points, k, pt)
+  {
+    double id = num(pt, "id", 0), y = num(pt, "score", NAN);
+    int island = (int)num(pt, "island", 0);
+    snprintf(title, sizeof title, "#%.0f island %d %s %s score %s", id, island,
+             str(pt, "edit_kind"), str(pt, "status"), isfinite(y) ? "" : "-");
+    if (isfinite(y))
+      snprintf(title + strlen(title), sizeof title - strlen(title), "%.4g", y);
+    snprintf(attrs, sizeof attrs, "data-id=\"%.0f\"", id);
+    if (isfinite(y))
+      svg_circle(&s, svg_plot_x(&p, id), svg_plot_y(&p, y), 4,
+                 svg_palette(island), "pt ok", title, attrs);
+    else
+      svg_circle(&s, svg_plot_x(&p, id), p.py + p.ph + 44, 3.5, "#d62728",
+                 "pt fail", title, attrs);
+  }
+  svg_group_close(&s);
+  /* Legend: one entry per island with a score. */
+  {
+    int slot = 0;
+    for (isl = 0; isl < 64; isl++) {
+      if (!(best[isl] > -INFINITY))
+        continue;
+      svg_rect(&s, p.px + 10 + slot * 150, 4, 10, 10, svg_palette(isl), NULL,
+               NULL);
+      svg_text(&s, p.px + 24 + slot * 150, 13, "start", "tick",
+               "island %d (best %.3g)", isl, best[isl]);
+      slot++;
+    }
+  }
+  return emit(&s, out, e);
+}
+
+struct tnode {
+  long long id, parent, parent2;
+  int gen, island;
+  double x, y;
+  const json_t *j;
+};
+
+static int by_gen_island(const void *a, const void *b)
+{
+  const struct tnode *x = a, *y = b;
+  if (x->gen != y->gen)
+    return x->gen < y->gen ? -1 : 1;
+  if (x->island != y->island)
+    return x->island < y->island ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const struct tnode *find_node(const struct tnode *v, size_t n,
+                                     long long id)
+{
+  size_t i;
+  /* Linear: at most MAX_NODES, and the report is drawn once. */
+  for (i = 0; i < n; i++)
+    if (v[i].id == id)
+      return &v[i];
+  return NULL;
+}
+
+int charts_lineage(const json_t *programs, struct buf *out, struct err *e)
+{
+  struct tnode *v;
+  size_t n = json_array_size(programs), i;
+  int maxrow = 1, rows = 0, col = 0;
+  struct svg s;
+  char title[200], attrs[48], cls[32];
+  const json_t *pj;
+
+  if (n == 0)
+    return note(out, "The run has no programs yet.");
+  if (n > MAX_NODES)
+    n = MAX_NODES;
+  v = calloc(n, sizeof *v);
+  if (!v)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  for (i = 0; i < n; i++) {
+    pj = json_array_get(programs, i);
+    v[i].j = pj;
+    v[i].id = (long long)num(pj, "id", 0);
+    v[i].parent = (long long)num(pj, "parent_id", -1);
+    v[i].parent2 = (long long)num(pj, "parent2_id", -1);
+    v[i].gen = (int)num(pj, "generation", 0);
+    v[i].island = (int)num(pj, "island", 0);
+  }
+  qsort(v, n, sizeof *v, by_gen_island);
+  for (i = 0; i < n; i++) {
+    if (i > 0 && v[i].gen != v[i - 1].gen) {
+      rows++;
+      col = 0;
+    }
+    v[i].x = 30 + col * 26;
+    v[i].y = 30 + rows * 60;
+    col++;
+    if (col > maxrow)
+      maxrow = col;
+  }
+  svg_begin(&s, SVG_CAP, 60 + maxrow * 26, 60 + rows * 60, "lineage tree");
+  svg_group_open(&s, "edges");
+  for (i = 0; i < n; i++) {
+    const struct tnode *p1 = find_node(v, n, v[i].parent);
+    const struct tnode *p2 = find_node(v, n, v[i].parent2);
+    if (p1)
+      svg_line(&s, p1->x, p1->y, v[i].x, v[i].y, "#999", 1, 0);
+    if (p2)
+      svg_line(&s, p2->x, p2->y, v[i].x, v[i].y, "#c77", 1, 1);
+  }
+  svg_group_close(&s);
+  svg_group_open(&s, "nodes");
+  for (i = 0; i < n; i++) {
+    const char *stt = str(v[i].j, "status");
+    double sc = num(v[i].j, "score", NAN);
+    snprintf(title, sizeof title, "#%lld gen %d island %d %s %s%s%s", v[i].id,
+             v[i].gen, v[i].island, str(v[i].j, "edit_kind"), stt,
+             *str(v[i].j, "error") ? ": " : "", str(v[i].j, "error"));
+    if (isfinite(sc))
+      snprintf(title + strlen(title), sizeof title - strlen(title),
+               " score %.4g", sc);
+    snprintf(attrs, sizeof attrs, "data-id=\"%lld\"", v[i].id);
+    /* The status becomes a class only when it is a known word. */
+    snprintf(cls, sizeof cls, "node %s",
+             !strcmp(stt, "ok") || !strcmp(stt, "failed") ||
+                     !strcmp(stt, "rejected") || !strcmp(stt, "running") ||
+                     !strcmp(stt, "pending")
+                 ? stt
+                 : "other");
+    svg_circle(&s, v[i].x, v[i].y, 8, svg_palette(v[i].island), cls, title,
+               attrs);
+  }
+  svg_group_close(&s);
+  free(v);
+  if (json_array_size(programs) > MAX_NODES)
+    note(out, "Only the first 5000 programs are drawn.");
+  return emit(&s, out, e);
+}
+
+int charts_directives(const json_t *by, struct buf *out, struct err *e)
+{
+  const char *dim;
+  const json_t *vals, *r;
+  size_t k, nrows = 0;
+  double maxs = 0, y = 20;
+  struct svg s;
+
+  json_object_foreach((json_t *)by, dim, vals)
+  {
+    if (json_array_size(vals))
+      nrows += json_array_size(vals) + 1;
+    json_array_foreach(vals, k, r) maxs = fmax(maxs, num(r, "best", 0));
+  }
+  if (nrows == 0 || maxs <= 0)
+    return note(out, "No candidate with a score yet.");
+  svg_begin(&s, SVG_CAP, 820, 30 + nrows * 20, "score by directive value");
+  json_object_foreach((json_t *)by, dim, vals)
+  {
+    if (json_array_size(vals) == 0)
+      continue;
+    svg_text(&s, 10, y + 10, "start", "label", "%s", dim);
+    y += 20;
+    json_array_foreach(vals, k, r)
+    {
+      const json_t *val = json_object_get(r, "value");
+      double best = num(r, "best", NAN), mean = num(r, "mean", NAN);
+      char vs[80];
+      if (json_is_integer(val))
+        snprintf(vs, sizeof vs, "%lld", (long long)json_integer_value(val));
+      else
+        snprintf(vs, sizeof vs, "%s",
+                 json_string_value(val) ? json_string_value(val) : "?");
+      svg_text(&s, 150, y + 10, "end", "tick", "%s", vs);
+      if (isfinite(best)) {
+        svg_rect(&s, 160, y, 400 * best / maxs, 14, "#9ecae1", "bar", NULL);
+        if (isfinite(mean))
+          svg_rect(&s, 160, y + 4, 400 * fmax(mean, 0) / maxs, 6, "#3182bd",
+                   "bar-mean", NULL);
+      }
+      if (isfinite(best))
+        svg_text(&s, 570, y + 11, "start", "tick",
+                 "best %.3g, mean %.3g, %.0f ok of %.0f", best, mean,
+                 num(r, "n_ok", 0), num(r, "n", 0));
+      else
+        svg_text(&s, 570, y + 11, "start", "tick", "no score, 0 ok of %.0f",
+                 num(r, "n", 0));
+      y += 20;
+    }
+  }
+  return emit(&s, out, e);
+}
+
+int charts_cost(const json_t *cost, double t0, struct buf *out, struct err *e)
+{
+  struct svg s;
+  struct svg_plot p = {70, 20, 620, 200, 0, 0, 0, 0};
+  size_t n = json_array_size(cost), k;
+  const json_t *c;
+  double *xy;
+  int rc;
+
+  if (n == 0)
+    return note(out, "No LLM call was made in this run.");
+  xy = malloc(2 * (n + 1) * sizeof *xy);
+  if (!xy)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  json_array_foreach(cost, k, c)
+  {
+    double t = (num(c, "t", t0) - t0) / 60.0;
+    p.xmax = fmax(p.xmax, t);
+    p.ymax = fmax(p.ymax, num(c, "cum_usd", 0));
+  }
+  svg_begin(&s, SVG_CAP, 720, 260, "LLM cost over time");
+  svg_axes(&s, &p, "minutes since start", "cumulative LLM cost (USD)");
+  xy[0] = svg_plot_x(&p, 0);
+  xy[1] = svg_plot_y(&p, 0);
+  json_array_foreach(cost, k, c)
+  {
+    xy[2 * k + 2] = svg_plot_x(&p, (num(c, "t", t0) - t0) / 60.0);
+    xy[2 * k + 3] = svg_plot_y(&p, num(c, "cum_usd", 0));
+  }
+  svg_polyline(&s, xy, n + 1, "#2ca02c", 1.5);
+  free(xy);
+  rc = emit(&s, out, e);
+  return rc;
+}

@@ -1,0 +1,35 @@
+/* charts.h - the report's figures, drawn as SVG from rundb's JSON.
+ *
+ * Each function appends one <svg> element (or a short note when there is
+ * nothing to draw) to out, and returns 0 or the emitter's sticky error
+ * with its message in *e.  The JSON is borrowed.
+ */
+#ifndef CUCO_CHARTS_H
+#define CUCO_CHARTS_H
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "err.h"
+
+/* Score over candidates, one colour per island, with each island's best so
+ * far; failed and rejected candidates are marks in a band below the axis.
+ * points: rundb_plot()'s "points".  Each mark has class "pt". */
+int charts_scores(const json_t *points, struct buf *out,
+                  struct err *e) WARN_UNUSED;
+
+/* The lineage tree of programs (rundb_programs()), one row per generation,
+ * edges to parent (solid) and parent2 (dashed).  Each node has class
+ * "node" and data-id. */
+int charts_lineage(const json_t *programs, struct buf *out,
+                   struct err *e) WARN_UNUSED;
+
+/* Best and mean score per directive value (rundb_plot()'s by_directive). */
+int charts_directives(const json_t *by_directive, struct buf *out,
+                      struct err *e) WARN_UNUSED;
+
+/* Cumulative LLM cost over time since t0 (rundb_plot()'s "cost"). */
+int charts_cost(const json_t *cost, double t0, struct buf *out,
+                struct err *e) WARN_UNUSED;
+
+#endif

@@ -1,0 +1,47 @@
+#!/bin/bash
+# Browser tests of cuco serve and cuco report (tests/browser/): Debian's
+# chromium driven by playwright-core.
+#  1. live: the page is opened while `cuco evolve examples/cpu_matmul
+#     --llm none` is still writing its database; every candidate appears.
+#  2. the finished database of that real CPU run.
+#  3. the fixture database (crossovers, failures at every stage, LLM calls).
+# Screenshots and reports: tests/browser/artifacts/ (ignored by git).
+# CUCO_SKIP_BROWSER=1 skips them, and says so.
+. "$(dirname "$0")/lib.sh"
+if [ "${CUCO_SKIP_BROWSER:-0}" = 1 ]; then
+  echo "ok 1 - # SKIP browser tests (CUCO_SKIP_BROWSER=1)"
+  done_testing
+  exit 0
+fi
+B="$ROOT/tests/browser/run.sh"
+# run_part LABEL ARGS...: run the browser test, keep its result lines.
+run_part() {
+  local label=$1; shift
+  CUCO_BROWSER_LABEL="$label: " timeout 300 "$B" "$@" >"$TMP/part.out" 2>"$TMP/part.err"
+  local rc=$?
+  grep -E '^(not )?ok |^# ' "$TMP/part.out" | sed -E 's/^(not )?ok [0-9]+/\1ok/' >"$TMP/part.tap"
+  while IFS= read -r line; do
+    case "$line" in
+    ok*) ok "${line#ok - }" ;;
+    "not ok"*) not_ok "${line#not ok - }" "see below" ;;
+    *) echo "$line" ;;
+    esac
+  done <"$TMP/part.tap"
+  [ "$rc" -eq 0 ] || [ -s "$TMP/part.tap" ] || not_ok "$label browser test ran" "$(tail -5 "$TMP/part.err")"
+}
+
+mkdir -p "$TMP/live"
+( "$CUCO" evolve "$ROOT/examples/cpu_matmul" --llm none --generations 3 \
+    --islands 2 --out "$TMP/live" >"$TMP/live.log" 2>&1
+  echo $? >"$TMP/live.rc"; touch "$TMP/live.done" ) &
+for _ in $(seq 100); do
+  [ -f "$TMP/live/run.db" ] && [ "$(sqlite3 "$TMP/live/run.db" 'SELECT count(*) FROM programs' 2>/dev/null)" -ge 1 ] 2>/dev/null && break
+  sleep 0.1
+done
+run_part "live search" --live "$TMP/live/run.db" "$TMP/live.done"
+wait
+[ "$(cat "$TMP/live.rc" 2>/dev/null)" = 0 ] && ok "the CPU example search succeeded" ||
+  not_ok "the CPU example search succeeded" "$(tail -5 "$TMP/live.log")"
+CUCO_BROWSER_SHOT=-evolve run_part "evolve db" "$TMP/live/run.db"
+CUCO_BROWSER_SHOT=-fixture run_part "fixture db"
+done_testing
