@@ -23,6 +23,31 @@ static const struct cmd commands[] = {
      "  --json      print the description as JSON\n"
      "  -o FILE     also write the JSON description to FILE\n"
      "  --llm       send one tiny request to each configured model\n"},
+    {"analyze", cmd_analyze,
+     "find NCCL calls, kernels, GEMMs, syncs and their dataflow in a .cu",
+     "usage: cuco analyze FILE.cu [--json]\n"
+     "\n"
+     "Static analysis of a host-driven CUDA program: every NCCL host call\n"
+     "(arguments, communicator, stream, buffers, ncclGroupStart/End\n"
+     "groups, the macro it is wrapped in), kernel launches with grid,\n"
+     "block and stream, cuBLAS/cuBLASLt GEMMs, copies, events and\n"
+     "synchronisations, the order of compute and communication per\n"
+     "function, and which kernel or GEMM produces each buffer a\n"
+     "collective sends (by argument names).  Comments and strings are\n"
+     "ignored.  Macros that hide a call in their definition are not\n"
+     "expanded.\n"
+     "\n"
+     "  --json      print the report as JSON\n"},
+    {"init", cmd_init, "scaffold a workload folder",
+     "usage: cuco init DIR [--from FILE.cu] [--name NAME] [--force]\n"
+     "\n"
+     "Create DIR with workload.ini, baseline.cu and README.md.  With\n"
+     "--from, baseline.cu is a copy of FILE.cu and the README summarises\n"
+     "its communication (cuco analyze); without it, baseline.cu is a\n"
+     "template implementing the runtime ABI with a kernel and a host\n"
+     "ncclAllGather.  NAME defaults to the folder's name.  An existing\n"
+     "non-empty DIR is refused unless --force (files are then replaced,\n"
+     "others kept).\n"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
