@@ -1,0 +1,542 @@
+/* candidate.c - EVOLVE blocks, frozen text, forbidden calls; see
+ * candidate.h. */
+#include "candidate.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MARK_START "EVOLVE-BLOCK-START"
+#define MARK_END   "EVOLVE-BLOCK-END"
+
+/* 1 when the line (len bytes, no newline) is "<blanks>// MARK<rest>". */
+static int is_marker(const char *ln, size_t len, const char *mark)
+{
+  size_t i = 0, ml = strlen(mark);
+
+  while (i < len && (ln[i] == ' ' || ln[i] == '\t'))
+    i++;
+  if (i + 2 > len || ln[i] != '/' || ln[i + 1] != '/')
+    return 0;
+  i += 2;
+  while (i < len && (ln[i] == ' ' || ln[i] == '\t'))
+    i++;
+  return i + ml <= len && !strncmp(ln + i, mark, ml);
+}
+
+int candidate_blocks(const char *code, struct candidate_blocks *out,
+                     struct err *e)
+{
+  size_t p = 0, n = strlen(code);
+  int line = 1, open = 0;
+
+  out->n = 0;
+  while (p < n) {
+    const char *ln = code + p, *nl = memchr(ln, '\n', n - p);
+    size_t len = nl ? (size_t)(nl - ln) : n - p;
+    size_t next = p + len + (nl ? 1 : 0);
+    if (is_marker(ln, len, MARK_START)) {
+      if (open)
+        return err_set(e, ERR_CHECK,
+                       "line %d: EVOLVE-BLOCK-START inside the block opened "
+                       "at line %d (blocks do not nest)",
+                       line, out->b[out->n].start_line);
+      if (out->n >= CANDIDATE_MAX_BLOCKS)
+        return err_set(e, ERR_CHECK, "line %d: more than %d EVOLVE blocks",
+                       line, CANDIDATE_MAX_BLOCKS);
+      open = 1;
+      out->b[out->n].start = next;
+      out->b[out->n].start_line = line;
+    } else if (is_marker(ln, len, MARK_END)) {
+      if (!open)
+        return err_set(e, ERR_CHECK,
+                       "line %d: EVOLVE-BLOCK-END without a START", line);
+      open = 0;
+      out->b[out->n].end = p;
+      out->b[out->n].end_line = line;
+      out->n++;
+    }
+    p = next;
+    line++;
+  }
+  if (open)
+    return err_set(e, ERR_CHECK,
+                   "line %d: EVOLVE-BLOCK-START is never closed",
+                   out->b[out->n].start_line);
+  return 0;
+}
+
+char *candidate_block_text(const char *code, const struct candidate_blocks *bl,
+                           int i)
+{
+  size_t len;
+  char *s;
+
+  if (i < 0 || i >= bl->n)
+    return NULL;
+  len = bl->b[i].end - bl->b[i].start;
+  s = malloc(len + 1);
+  if (!s)
+    return NULL;
+  memcpy(s, code + bl->b[i].start, len);
+  s[len] = '\0';
+  return s;
+}
+
+char *candidate_replace_blocks(const char *code, const char *const *contents,
+                               int n, struct err *e)
+{
+  struct candidate_blocks bl;
+  size_t total, p = 0, at = 0;
+  char *out;
+  int i;
+
+  if (candidate_blocks(code, &bl, e))
+    return NULL;
+  if (n != bl.n) {
+    err_set(e, ERR_CHECK, "%d block contents given, the code has %d blocks",
+            n, bl.n);
+    return NULL;
+  }
+  total = strlen(code) + 1;
+  for (i = 0; i < n; i++)
+    total += strlen(contents[i]) + 1;
+  if (total > CANDIDATE_MAX_BYTES * 2) {
+    err_set(e, ERR_TOOBIG, "candidate over %u bytes", CANDIDATE_MAX_BYTES);
+    return NULL;
+  }
+  out = malloc(total);
+  if (!out) {
+    err_set(e, ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  for (i = 0; i < n; i++) {
+    size_t cl = strlen(contents[i]);
+    memcpy(out + at, code + p, bl.b[i].start - p);
+    at += bl.b[i].start - p;
+    memcpy(out + at, contents[i], cl);
+    at += cl;
+    if (cl && contents[i][cl - 1] != '\n')
+      out[at++] = '\n';
+    p = bl.b[i].end;
+  }
+  memcpy(out + at, code + p, strlen(code + p) + 1);
+  return out;
+}
+
+static int line_at(const char *s, size_t off)
+{
+  int line = 1;
+  size_t i;
+
+  for (i = 0; i < off; i++)
+    if (s[i] == '\n')
+      line++;
+  return line;
+}
+
+/* Quote at most 60 bytes of the line starting at s. */
+static void quote_line(const char *s, char *out, size_t n)
+{
+  size_t len = strcspn(s, "\n");
+
+  snprintf(out, n, "%.*s%s", (int)(len > 60 ? 60 : len), s,
+           len > 60 ? "..." : "");
+}
+
+/* Compare seed[a0, a1) with cand[b0, b1); on a difference describe the
+ * first differing line. */
+static int compare_segment(const char *seed, size_t a0, size_t a1,
+                           const char *cand, size_t b0, size_t b1,
+                           struct err *e)
+{
+  size_t i = 0, la = a1 - a0, lb = b1 - b0, ls;
+  char qa[80], qb[80];
+
+  if (la == lb && !memcmp(seed + a0, cand + b0, la))
+    return 0;
+  while (i < la && i < lb && seed[a0 + i] == cand[b0 + i])
+    i++;
+  /* back to the start of the line holding the first difference */
+  ls = i;
+  while (ls > 0 && seed[a0 + ls - 1] != '\n')
+    ls--;
+  quote_line(cand + b0 + ls, qb, sizeof(qb));
+  quote_line(seed + a0 + ls, qa, sizeof(qa));
+  if (ls >= lb)
+    snprintf(qb, sizeof(qb), "(nothing)");
+  if (ls >= la)
+    snprintf(qa, sizeof(qa), "(nothing)");
+  return err_set(e, ERR_CHECK,
+                 "frozen text differs from the seed at line %d: '%s' (seed "
+                 "line %d: '%s')",
+                 line_at(cand, b0 + ls), qb, line_at(seed, a0 + ls), qa);
+}
+
+int candidate_check_frozen(const char *seed, const char *cand, struct err *e)
+{
+  struct candidate_blocks sb, cb;
+  size_t sp = 0, cp = 0;
+  int i;
+
+  if (candidate_blocks(seed, &sb, e))
+    return err_wrap(e, "seed");
+  if (candidate_blocks(cand, &cb, e))
+    return ERR_CHECK;
+  if (sb.n != cb.n)
+    return err_set(e, ERR_CHECK,
+                   "the candidate has %d EVOLVE blocks, the seed has %d",
+                   cb.n, sb.n);
+  for (i = 0; i <= sb.n; i++) {
+    size_t se = i < sb.n ? sb.b[i].start : strlen(seed);
+    size_t ce = i < cb.n ? cb.b[i].start : strlen(cand);
+    if (compare_segment(seed, sp, se, cand, cp, ce, e))
+      return ERR_CHECK;
+    if (i < sb.n) {
+      sp = sb.b[i].end;
+      cp = cb.b[i].end;
+    }
+  }
+  return 0;
+}
+
+/* ---- forbidden constructs ---- */
+
+struct forbidden {
+  const char *name;
+  int device_only; /* host collectives: only for device candidates */
+  int any_use;     /* the identifier anywhere, not only as a call */
+  const char *why;
+};
+
+static const struct forbidden forbidden[] = {
+    {"ncclAllGather", 1, 1, "host collective in a device candidate"},
+    {"ncclAllReduce", 1, 1, "host collective in a device candidate"},
+    {"ncclReduceScatter", 1, 1, "host collective in a device candidate"},
+    {"ncclReduce", 1, 1, "host collective in a device candidate"},
+    {"ncclBroadcast", 1, 1, "host collective in a device candidate"},
+    {"ncclBcast", 1, 1, "host collective in a device candidate"},
+    {"ncclAlltoAll", 1, 1, "host collective in a device candidate"},
+    {"ncclAllToAll", 1, 1, "host collective in a device candidate"},
+    {"ncclGather", 1, 1, "host collective in a device candidate"},
+    {"ncclScatter", 1, 1, "host collective in a device candidate"},
+    {"ncclSend", 1, 1, "host point-to-point in a device candidate"},
+    {"ncclRecv", 1, 1, "host point-to-point in a device candidate"},
+    {"ncclPutSignal", 1, 1, "host one-sided call in a device candidate"},
+    {"ncclSignal", 1, 1, "host one-sided call in a device candidate"},
+    {"ncclWaitSignal", 1, 1, "host one-sided call in a device candidate"},
+    {"ncclGroupStart", 1, 1, "host NCCL group in a device candidate"},
+    {"ncclGroupEnd", 1, 1, "host NCCL group in a device candidate"},
+    {"main", 0, 0, "a candidate has no main"},
+    {"system", 0, 0, "process control"},
+    {"popen", 0, 0, "process control"},
+    {"fork", 0, 0, "process control"},
+    {"vfork", 0, 0, "process control"},
+    {"execl", 0, 0, "process control"},
+    {"execlp", 0, 0, "process control"},
+    {"execle", 0, 0, "process control"},
+    {"execv", 0, 0, "process control"},
+    {"execvp", 0, 0, "process control"},
+    {"execve", 0, 0, "process control"},
+    {"execvpe", 0, 0, "process control"},
+    {"posix_spawn", 0, 0, "process control"},
+    {"posix_spawnp", 0, 0, "process control"},
+    {"kill", 0, 0, "process control"},
+    {"raise", 0, 0, "process control"},
+    {"signal", 0, 0, "process control"},
+    {"sigaction", 0, 0, "process control"},
+    {"ptrace", 0, 0, "process control"},
+    {"syscall", 0, 0, "process control"},
+    {"exit", 0, 0, "process control"},
+    {"_exit", 0, 0, "process control"},
+    {"_Exit", 0, 0, "process control"},
+    {"quick_exit", 0, 0, "process control"},
+    {"abort", 0, 0, "process control"},
+    {"atexit", 0, 0, "process control"},
+    {"at_quick_exit", 0, 0, "process control"},
+    {"dlopen", 0, 0, "loading code"},
+    {"dlsym", 0, 0, "loading code"},
+    {"fopen", 0, 0, "file access (results are the harness's)"},
+    {"freopen", 0, 0, "file access (results are the harness's)"},
+    {"fdopen", 0, 0, "file access (results are the harness's)"},
+    {"open", 0, 0, "file access (results are the harness's)"},
+    {"openat", 0, 0, "file access (results are the harness's)"},
+    {"creat", 0, 0, "file access (results are the harness's)"},
+    {"remove", 0, 0, "file access (results are the harness's)"},
+    {"unlink", 0, 0, "file access (results are the harness's)"},
+    {"rename", 0, 0, "file access (results are the harness's)"},
+    {"chdir", 0, 0, "file access (results are the harness's)"},
+    {"setenv", 0, 0, "environment edit"},
+    {"putenv", 0, 0, "environment edit"},
+    {"unsetenv", 0, 0, "environment edit"},
+    {"cudaDeviceReset", 0, 0, "resets the harness's device state"},
+    {NULL, 0, 0, NULL}};
+
+/* Lexer state carried across a region. */
+enum lex_state { LX_CODE, LX_LINE_COMMENT, LX_BLOCK_COMMENT, LX_STR, LX_CHR };
+
+/* Copy region [a, b) of code into clean[] with comments and literal
+ * contents blanked (newlines kept).  Returns the state at b. */
+static enum lex_state lex_clean(const char *code, size_t a, size_t b,
+                                char *clean)
+{
+  enum lex_state st = LX_CODE;
+  size_t i;
+
+  for (i = a; i < b; i++) {
+    char c = code[i], n = i + 1 < b ? code[i + 1] : '\0';
+    char *o = &clean[i - a];
+    *o = c == '\n' ? '\n' : ' ';
+    switch (st) {
+    case LX_CODE:
+      if (c == '/' && n == '/') {
+        st = LX_LINE_COMMENT;
+        i++;
+        clean[i - a] = ' ';
+      } else if (c == '/' && n == '*') {
+        st = LX_BLOCK_COMMENT;
+        i++;
+        clean[i - a] = ' ';
+      } else if (c == '"') {
+        st = LX_STR;
+      } else if (c == '\'') {
+        st = LX_CHR;
+      } else {
+        *o = c;
+      }
+      break;
+    case LX_LINE_COMMENT:
+      if (c == '\n')
+        st = LX_CODE;
+      break;
+    case LX_BLOCK_COMMENT:
+      if (c == '*' && n == '/') {
+        st = LX_CODE;
+        i++;
+        clean[i - a] = ' ';
+      }
+      break;
+    case LX_STR:
+    case LX_CHR:
+      if (c == '\\' && i + 1 < b) {
+        i++;
+        clean[i - a] = code[i] == '\n' ? '\n' : ' ';
+      } else if (c == (st == LX_STR ? '"' : '\'') || c == '\n') {
+        st = LX_CODE;
+      }
+      break;
+    }
+  }
+  return st;
+}
+
+static int ident_char(char c)
+{
+  return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Brace depth change and preprocessor-conditional depth of a cleaned
+ * region; *pp_bad set when an #endif/#else has no #if in the region. */
+static void region_balance(const char *clean, size_t len, int *braces,
+                           int *pp, int *pp_bad)
+{
+  size_t i;
+  int bol = 1;
+
+  *braces = *pp = *pp_bad = 0;
+  for (i = 0; i < len; i++) {
+    char c = clean[i];
+    if (c == '{')
+      (*braces)++;
+    else if (c == '}')
+      (*braces)--;
+    if (bol && c == '#') {
+      size_t j = i + 1;
+      while (j < len && (clean[j] == ' ' || clean[j] == '\t'))
+        j++;
+      if (!strncmp(clean + j, "if", 2))
+        (*pp)++;
+      else if (!strncmp(clean + j, "endif", 5) && --(*pp) < 0)
+        *pp_bad = 1;
+      else if ((!strncmp(clean + j, "else", 4) ||
+                !strncmp(clean + j, "elif", 4)) &&
+               *pp <= 0)
+        *pp_bad = 1;
+    }
+    if (c == '\n')
+      bol = 1;
+    else if (c != ' ' && c != '\t')
+      bol = 0;
+  }
+}
+
+/* Check one region (a block's contents or the whole file). */
+static int check_region(const char *code, size_t a, size_t b, int device,
+                        int in_block, struct err *e)
+{
+  char *clean = malloc(b - a + 1);
+  enum lex_state st;
+  size_t i;
+  int rc = 0, bol = 1;
+
+  if (!clean)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  st = lex_clean(code, a, b, clean);
+  clean[b - a] = '\0';
+  if (in_block && st != LX_CODE && st != LX_LINE_COMMENT) {
+    rc = err_set(e, ERR_CHECK,
+                 "line %d: the EVOLVE block ends inside a %s (it would "
+                 "swallow frozen text)",
+                 line_at(code, b), st == LX_BLOCK_COMMENT ? "comment"
+                                                          : "literal");
+    goto out;
+  }
+  if (in_block) {
+    int br, pp, ppbad;
+    region_balance(clean, b - a, &br, &pp, &ppbad);
+    if (pp || ppbad) {
+      rc = err_set(e, ERR_CHECK,
+                   "line %d: unbalanced #if/#endif in the EVOLVE block "
+                   "ending here",
+                   line_at(code, b));
+      goto out;
+    }
+  }
+  for (i = 0; i < b - a; i++) {
+    char c = clean[i];
+    if (c == '\n') {
+      bol = 1;
+      continue;
+    }
+    if (bol && c == '#' && in_block) {
+      size_t j = i + 1;
+      while (clean[j] == ' ' || clean[j] == '\t')
+        j++;
+      if (!strncmp(clean + j, "include", 7)) {
+        rc = err_set(e, ERR_CHECK,
+                     "line %d: forbidden '#include' inside an EVOLVE block",
+                     line_at(code, a + i));
+        goto out;
+      }
+      if ((!strncmp(clean + j, "define", 6) ||
+           !strncmp(clean + j, "undef", 5)) &&
+          strstr(clean + j, "CUCO_") &&
+          (size_t)(strstr(clean + j, "CUCO_") - clean) <
+              i + strcspn(clean + i, "\n")) {
+        rc = err_set(e, ERR_CHECK,
+                     "line %d: forbidden redefinition of a CUCO_ directive "
+                     "macro",
+                     line_at(code, a + i));
+        goto out;
+      }
+    }
+    if (c != ' ' && c != '\t')
+      bol = 0;
+    if (ident_char(c) && (i == 0 || !ident_char(clean[i - 1]))) {
+      size_t len = 0, k;
+      while (ident_char(clean[i + len]))
+        len++;
+      for (k = 0; forbidden[k].name; k++) {
+        const struct forbidden *f = &forbidden[k];
+        size_t j = i + len;
+        if (strlen(f->name) != len || strncmp(f->name, clean + i, len))
+          continue;
+        if (f->device_only && !device)
+          continue;
+        while (clean[j] == ' ' || clean[j] == '\t' || clean[j] == '\n')
+          j++;
+        if (!f->any_use && clean[j] != '(')
+          continue;
+        /* obj.open(...) / p->kill(...) are methods, not the libc call */
+        if (!f->any_use && i > 0 &&
+            (clean[i - 1] == '.' || (clean[i - 1] == '>' && i > 1 &&
+                                     clean[i - 2] == '-')))
+          continue;
+        rc = err_set(e, ERR_CHECK, "line %d: forbidden %s '%s' (%s)",
+                     line_at(code, a + i), f->any_use ? "use of" : "call",
+                     f->name, f->why);
+        goto out;
+      }
+      i += len - 1;
+    }
+  }
+out:
+  free(clean);
+  return rc;
+}
+
+int candidate_check_forbidden(const char *code, int device, struct err *e)
+{
+  struct candidate_blocks bl;
+  int i;
+
+  if (candidate_blocks(code, &bl, e))
+    return ERR_CHECK;
+  if (bl.n == 0)
+    return check_region(code, 0, strlen(code), device, 0, e);
+  /* Only block contents: the frozen text is checked byte-for-byte
+   * against the seed and so is as trusted as the seed. */
+  for (i = 0; i < bl.n; i++)
+    if (check_region(code, bl.b[i].start, bl.b[i].end, device, 1, e))
+      return ERR_CHECK;
+  return 0;
+}
+
+/* Each candidate block must open and close as many braces as the seed's
+ * block does: a block may not capture frozen code into another scope. */
+static int check_braces(const char *seed, const char *cand, struct err *e)
+{
+  struct candidate_blocks sb, cb;
+  int i;
+
+  if (candidate_blocks(seed, &sb, e) || candidate_blocks(cand, &cb, e) ||
+      sb.n != cb.n)
+    return ERR_CHECK;
+  for (i = 0; i < sb.n; i++) {
+    size_t sl = sb.b[i].end - sb.b[i].start, cl = cb.b[i].end - cb.b[i].start;
+    char *sc = malloc(sl + 1), *cc = malloc(cl + 1);
+    int sbr, cbr, pp, bad, rc = 0;
+    if (!sc || !cc) {
+      free(sc);
+      free(cc);
+      return err_set(e, ERR_NOMEM, "out of memory");
+    }
+    lex_clean(seed, sb.b[i].start, sb.b[i].end, sc);
+    lex_clean(cand, cb.b[i].start, cb.b[i].end, cc);
+    region_balance(sc, sl, &sbr, &pp, &bad);
+    region_balance(cc, cl, &cbr, &pp, &bad);
+    if (sbr != cbr)
+      rc = err_set(e, ERR_CHECK,
+                   "line %d: EVOLVE block %d opens %d more braces than it "
+                   "closes (the seed's: %d)",
+                   cb.b[i].end_line, i + 1, cbr, sbr);
+    free(sc);
+    free(cc);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+int candidate_check(const char *seed, const char *cand, int device,
+                    struct err *e)
+{
+  struct candidate_blocks bl;
+  size_t n = strlen(cand);
+
+  if (n > CANDIDATE_MAX_BYTES)
+    return err_set(e, ERR_TOOBIG, "candidate is %zu bytes, over the %u cap", n,
+                   CANDIDATE_MAX_BYTES);
+  if (n == 0)
+    return err_set(e, ERR_CHECK, "candidate is empty");
+  if (candidate_blocks(cand, &bl, e))
+    return ERR_CHECK;
+  if (seed) {
+    if (candidate_check_frozen(seed, cand, e))
+      return ERR_CHECK;
+    if (check_braces(seed, cand, e))
+      return ERR_CHECK;
+  }
+  return candidate_check_forbidden(cand, device, e);
+}

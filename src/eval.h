@@ -1,0 +1,123 @@
+/* eval.h - the evaluation cascade: static -> build -> verify -> bench.
+ *
+ * eval_candidate() is the one entry point `cuco eval` and `cuco evolve`
+ * share.  It never exits and never crashes on a bad candidate: every
+ * verdict lands in struct eval_result.  A returned error means the
+ * evaluation itself could not be done (no temp dir, no nvcc, OOM).
+ *
+ * Freeform workloads ([freeform] in workload.ini) build and run with the
+ * workload's command templates.  A template is split into argv on blanks
+ * (no shell); placeholders inside tokens:
+ *   {src} candidate source  {bin} binary to produce  {dir} workload dir
+ *   {work} work dir  {params} "K=V,K=V"  {size} size name  {mode}
+ *   verify|bench  {seed} input seed  {out} metrics file path
+ * and a token that is exactly {flags} expands to the directive -D flags
+ * (zero or more argv entries).  The program prints one JSON object line
+ * (the last line of stdout starting with '{'), e.g. {"time_ms": 1.5,
+ * "ok": true}; "ok": false or a non-zero exit fails verify.  Freeform
+ * results carry "verified_by": "program" (the harness cannot check them).
+ */
+#ifndef CUCO_EVAL_H
+#define CUCO_EVAL_H
+
+#include <jansson.h>
+
+#include "err.h"
+
+struct workload;
+struct toolchain;
+
+enum eval_stage {
+  EVAL_STAGE_STATIC = 0,
+  EVAL_STAGE_BUILD = 1,
+  EVAL_STAGE_VERIFY = 2,
+  EVAL_STAGE_BENCH = 3,
+  EVAL_STAGE_DONE = 4
+};
+
+/* "static", "build", "verify", "bench", "done" (the DB's stage column). */
+const char *eval_stage_name(enum eval_stage s);
+/* Inverse of eval_stage_name; -1 when unknown. */
+int eval_stage_parse(const char *name);
+
+/* Called after each stage with its verdict line ("ok", "rejected: ...",
+ * "failed: ...").  May be NULL. */
+typedef void (*eval_progress_fn)(void *ud, enum eval_stage stage, int ok,
+                                 const char *verdict);
+
+struct eval_opts {
+  const struct workload *wl;     /* required */
+  const struct toolchain *tc;    /* required for runtime workloads */
+  const char *impl_name;         /* e.g. "seed.cu", "cand_17.cu": the file
+                                    name written in the work dir */
+  int device_candidate;          /* static checks (frozen text vs seed,
+                                    directives, no host collectives);
+                                    0 for baselines */
+  const char *seed_code;         /* frozen reference; NULL = read wl seed */
+  int ranks;                     /* 0 = the workload's smallest */
+  int vranks;                    /* > 0: virtual ranks in one process */
+  const char *sizes;             /* NULL = the workload's verify + bench
+                                    sets; else a --sizes LIST used for
+                                    both stages */
+  int compile_only;              /* stop after build (objects, no link) */
+  int skip_bench;                /* stop after verify */
+  const char *work_dir;          /* where sources, binaries, results go;
+                                    NULL = a fresh temp dir removed after */
+  const char *cache_dir;         /* object cache; NULL = ~/.cache/cuco or
+                                    $CUCO_CACHE_DIR */
+  const char *gpus;              /* "0,1": CUDA devices for the ranks;
+                                    NULL = 0..ranks-1 */
+  const json_t *machine;         /* doctor_probe() JSON, written to
+                                    MACHINE.json and passed via --machine;
+                                    borrowed, may be NULL */
+  double build_timeout_s;        /* 0 = 300 */
+  double run_timeout_s;          /* per binary run; 0 = 120 */
+  unsigned long seed;            /* input seed; 0 = 1234 */
+  eval_progress_fn progress;
+  void *progress_ud;
+};
+
+#define EVAL_LOG_MAX (64u * 1024u)
+
+struct eval_result {
+  enum eval_stage stage; /* the stage reached (DONE when all passed) */
+  char status[16];       /* "ok" | "failed" | "rejected" */
+  char error[512];       /* one line; "" when ok */
+  int hang_rank;         /* rank that did not finish, -1 if none */
+  char *build_log;       /* malloc'd, capped at EVAL_LOG_MAX; may be NULL */
+  char *verify_log;      /* ditto: verify/bench stdout+stderr tails */
+  json_t *directives;    /* directive_to_json(); NULL when none */
+  json_t *metrics;       /* {"SIZE": {"mode":..,"timing":{..},"verify":
+                            {..}}, ...} per verify/bench size; owned */
+  int has_score;         /* bench done: the numbers below are valid */
+  double median_ms;      /* geometric mean over bench sizes of medians */
+  double noise_ms;       /* median_ms * max over sizes of (ci95 half
+                            width / median) */
+  double score;          /* 1000 / median_ms: higher is better */
+  double build_s, verify_s, bench_s; /* wall time per stage */
+  int protocol_test;     /* vranks run: times are not performance */
+};
+
+/* Evaluate `code` (the whole source of one implementation) through the
+ * cascade.  Returns 0 when the evaluation ran (r->status says how it
+ * went) and negative with *e set when it could not be run at all.  The
+ * caller releases *r with eval_result_release() in both cases. */
+int eval_candidate(const struct eval_opts *o, const char *code,
+                   struct eval_result *r, struct err *e) WARN_UNUSED;
+
+/* Free what *r owns; NULL-safe; *r can be reused afterwards. */
+void eval_result_release(struct eval_result *r);
+
+/* The result as JSON (stage, status, error, hang_rank, metrics,
+ * directives, median_ms, noise_ms, score, times).  New reference. */
+json_t *eval_result_json(const struct eval_result *r);
+
+/* Run every WL/cheats/*.cu through the cascade (as device candidates) and
+ * check each is rejected at the stage its "// CUCO-EXPECT-REJECT: STAGE
+ * words" line names (a later stage than expected is a failure; so is a
+ * pass).  Prints one line per cheat via progress; *failures counts the
+ * cheats not caught as expected.  Returns 0 when it ran. */
+int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
+                struct err *e) WARN_UNUSED;
+
+#endif
