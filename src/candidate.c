@@ -371,6 +371,50 @@ static void region_balance(const char *clean, size_t len, int *braces,
   }
 }
 
+/* After "#define"/"#undef": does the macro name start with CUCO_? */
+static int macro_is_cuco(const char *p)
+{
+  p += strspn(p, " \t");
+  return !strncmp(p, "CUCO_", 5);
+}
+
+/* The #define at clean[at] names macro `p`; 1 when the previous
+ * non-blank line is "#ifndef" of the same name (a default, which -D
+ * flags override). */
+static int guarded_define(const char *clean, size_t at, const char *p)
+{
+  char name[128], prev[160];
+  size_t nl, s, e2;
+
+  p += strspn(p, " \t");
+  snprintf(name, sizeof(name), "%.*s", (int)strcspn(p, " \t\n("), p);
+  if (at == 0)
+    return 0;
+  e2 = at - 1; /* the newline ending the previous line */
+  while (e2 > 0 && (clean[e2] == '\n' || clean[e2] == ' ' ||
+                    clean[e2] == '\t'))
+    e2--;
+  s = e2;
+  while (s > 0 && clean[s - 1] != '\n')
+    s--;
+  nl = e2 - s + 1;
+  snprintf(prev, sizeof(prev), "%.*s", (int)(nl < 159 ? nl : 159),
+           clean + s);
+  {
+    const char *q = prev + strspn(prev, " \t");
+    if (*q != '#')
+      return 0;
+    q++;
+    q += strspn(q, " \t");
+    if (strncmp(q, "ifndef", 6))
+      return 0;
+    q += 6;
+    q += strspn(q, " \t");
+    return !strncmp(q, name, strlen(name)) &&
+           strspn(q + strlen(name), " \t") == strlen(q + strlen(name));
+  }
+}
+
 /* Check one region (a block's contents or the whole file). */
 static int check_region(const char *code, size_t a, size_t b, int device,
                         int in_block, struct err *e)
@@ -419,14 +463,17 @@ static int check_region(const char *code, size_t a, size_t b, int device,
                      line_at(code, a + i));
         goto out;
       }
-      if ((!strncmp(clean + j, "define", 6) ||
-           !strncmp(clean + j, "undef", 5)) &&
-          strstr(clean + j, "CUCO_") &&
-          (size_t)(strstr(clean + j, "CUCO_") - clean) <
-              i + strcspn(clean + i, "\n")) {
+      if (!strncmp(clean + j, "undef", 5) && macro_is_cuco(clean + j + 5)) {
         rc = err_set(e, ERR_CHECK,
-                     "line %d: forbidden redefinition of a CUCO_ directive "
-                     "macro",
+                     "line %d: forbidden #undef of a CUCO_ directive macro",
+                     line_at(code, a + i));
+        goto out;
+      }
+      if (!strncmp(clean + j, "define", 6) && macro_is_cuco(clean + j + 6) &&
+          !guarded_define(clean, i, clean + j + 6)) {
+        rc = err_set(e, ERR_CHECK,
+                     "line %d: a CUCO_ macro may only get a default "
+                     "(#ifndef NAME / #define NAME ...), not be redefined",
                      line_at(code, a + i));
         goto out;
       }

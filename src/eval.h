@@ -65,6 +65,8 @@ struct eval_opts {
                                     NULL = a fresh temp dir removed after */
   const char *cache_dir;         /* object cache; NULL = ~/.cache/cuco or
                                     $CUCO_CACHE_DIR */
+  const char *runtime_dir;       /* runtime/ folder; NULL = found as
+                                    build_find_runtime() says */
   const char *gpus;              /* "0,1": CUDA devices for the ranks;
                                     NULL = 0..ranks-1 */
   const json_t *machine;         /* doctor_probe() JSON, written to
@@ -112,7 +114,7 @@ void eval_result_release(struct eval_result *r);
  * directives, median_ms, noise_ms, score, times).  New reference. */
 json_t *eval_result_json(const struct eval_result *r);
 
-/* Run every WL/cheats/*.cu through the cascade (as device candidates) and
+/* Run every .cu file in WL/cheats/ through the cascade (as device candidates) and
  * check each is rejected at the stage its "// CUCO-EXPECT-REJECT: STAGE
  * words" line names (a later stage than expected is a failure; so is a
  * pass).  Prints one line per cheat via progress; *failures counts the

@@ -48,6 +48,33 @@ static const struct cmd commands[] = {
      "ncclAllGather.  NAME defaults to the folder's name.  An existing\n"
      "non-empty DIR is refused unless --force (files are then replaced,\n"
      "others kept).\n"},
+    {"eval", cmd_eval, "evaluate a candidate: static, build, verify, bench",
+     "usage: cuco eval WORKLOAD [--candidate FILE | --impl NAME|all | --cheats]\n"
+     "                 [--ranks N] [--vranks R] [--sizes LIST] [--gpus LIST]\n"
+     "                 [--compile-only] [--no-bench] [--out DIR] [--json]\n"
+     "                 [--timeout S] [--build-timeout S] [--seed N]\n"
+     "\n"
+     "Run one implementation of a workload through the cascade: static\n"
+     "checks (EVOLVE markers, frozen text, directives, forbidden calls),\n"
+     "build (nvcc, or the freeform build command), verify on the small\n"
+     "sizes, bench on the full sizes.  Each stage prints its verdict; a\n"
+     "failure names the stage and why (a hang: which rank).\n"
+     "\n"
+     "  --candidate FILE  a candidate source (checked against the seed)\n"
+     "  --impl NAME       the seed (default), a baseline, or 'all'\n"
+     "  --cheats          run cheats/*.cu; each must be rejected at the\n"
+     "                    stage its CUCO-EXPECT-REJECT line names\n"
+     "  --ranks N         rank processes (default: the workload's smallest)\n"
+     "  --vranks R        R virtual ranks on one GPU (protocol test only)\n"
+     "  --sizes LIST      size names or shapes: small_a,M=4104,K=8192,N=28680\n"
+     "  --gpus LIST       CUDA devices for the ranks, e.g. 0,1\n"
+     "  --compile-only    build objects only (no GPU, no NCCL library)\n"
+     "  --no-bench        stop after verify\n"
+     "  --out DIR         keep sources, binary, RESULT.json, logs in DIR\n"
+     "  --json            print the result as JSON (progress to stderr)\n"
+     "  --timeout S       per run of the binary (default 120)\n"
+     "  --build-timeout S per compiler run (default 300)\n"
+     "  --seed N          input seed (default 1234)\n"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -252,6 +252,12 @@ int proc_run(const struct proc_opts *o, struct proc_result *res, struct err *e)
       timed_out = 1;
       kill_at = t + (o->grace_s > 0 ? o->grace_s : 2.0);
     }
+    if (!reaped && o->cancel && *o->cancel && !term_sent) {
+      killpg(pid, SIGTERM);
+      term_sent = 1;
+      res->canceled = 1;
+      kill_at = t + (o->grace_s > 0 ? o->grace_s : 2.0);
+    }
     if (term_sent && t >= kill_at) {
       killpg(pid, SIGKILL);
       kill_at = t + 3600;

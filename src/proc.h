@@ -25,6 +25,9 @@ struct proc_opts {
   size_t out_max;          /* cap on captured stdout; 0: 1 MiB */
   size_t err_max;          /* cap on captured stderr; 0: 1 MiB */
   int echo;                /* also copy the child's output to ours */
+  const volatile int *cancel; /* NULL, or a flag another thread sets to
+                                 stop the child early: its group gets
+                                 SIGTERM then SIGKILL, res->canceled = 1 */
 };
 
 enum proc_outcome {
@@ -38,6 +41,7 @@ struct proc_result {
   int exit_code;
   int term_signal;
   pid_t pid;
+  int canceled; /* stopped through opts.cancel (outcome SIGNALED) */
   double wall_s;
   struct buf out; /* captured stdout, out.toobig if cut */
   struct buf err; /* captured stderr, err.toobig if cut */

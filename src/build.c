@@ -1,0 +1,579 @@
+/* build.c - nvcc builds with an object cache, freeform builds; see
+ * build.h. */
+#define _GNU_SOURCE
+#include "build.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "buf.h"
+#include "config.h"
+#include "proc.h"
+#include "toolchain.h"
+#include "workload.h"
+
+#define MAX_ARGS  256
+#define MAX_UNITS 64
+#define PATHN     2048
+
+int build_mkdirs(const char *path, struct err *e)
+{
+  char p[PATHN];
+  size_t i;
+
+  if (strlen(path) >= sizeof(p))
+    return err_set(e, ERR_IO, "path too long: %.80s", path);
+  snprintf(p, sizeof(p), "%s", path);
+  for (i = 1; p[i]; i++) {
+    if (p[i] != '/')
+      continue;
+    p[i] = '\0';
+    if (mkdir(p, 0755) && errno != EEXIST)
+      return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
+    p[i] = '/';
+  }
+  if (mkdir(p, 0755) && errno != EEXIST)
+    return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
+  return 0;
+}
+
+void build_default_cache(char *out, size_t n)
+{
+  const char *c = getenv("CUCO_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
+             *h = getenv("HOME");
+
+  if (c && *c)
+    snprintf(out, n, "%s", c);
+  else if (x && *x)
+    snprintf(out, n, "%s/cuco", x);
+  else if (h && *h)
+    snprintf(out, n, "%s/.cache/cuco", h);
+  else
+    snprintf(out, n, "/tmp/cuco-cache-%u", (unsigned)getuid());
+}
+
+static int has_runtime(const char *dir)
+{
+  char p[PATHN];
+
+  snprintf(p, sizeof(p), "%s/runtime.h", dir);
+  return access(p, R_OK) == 0;
+}
+
+int build_find_runtime(const struct config *cfg, const char *wl_dir,
+                       char *out, size_t n, struct err *e)
+{
+  const char *c = cfg ? config_get(cfg, "build", "runtime_dir", NULL) : NULL;
+  const char *env = getenv("CUCO_RUNTIME_DIR");
+  char exe[PATHN], cand[PATHN];
+  ssize_t len;
+
+  if (env && *env)
+    c = env;
+  if (c) {
+    if (!has_runtime(c))
+      return err_set(e, ERR_NOTFOUND, "runtime dir %s has no runtime.h", c);
+    snprintf(out, n, "%s", c);
+    return 0;
+  }
+  snprintf(cand, sizeof(cand), "%s/../../runtime", wl_dir);
+  if (has_runtime(cand)) {
+    snprintf(out, n, "%s", cand);
+    return 0;
+  }
+  len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (len > 0) {
+    char *slash;
+    exe[len] = '\0';
+    slash = strrchr(exe, '/');
+    if (slash)
+      *slash = '\0';
+    snprintf(cand, sizeof(cand), "%s/runtime", exe);
+    if (has_runtime(cand)) {
+      snprintf(out, n, "%s", cand);
+      return 0;
+    }
+    snprintf(cand, sizeof(cand), "%s/../share/cuco/runtime", exe);
+    if (has_runtime(cand)) {
+      snprintf(out, n, "%s", cand);
+      return 0;
+    }
+  }
+  return err_set(e, ERR_NOTFOUND,
+                 "no runtime/ found (looked at $CUCO_RUNTIME_DIR, "
+                 "%s/../../runtime, next to cuco); set [build] runtime_dir",
+                 wl_dir);
+}
+
+/* Feed a whole file into the hash; 0 or ERR_IO. */
+static int hash_file(XXH64_state_t *st, const char *path, struct err *e)
+{
+  char chunk[16384];
+  FILE *f = fopen(path, "rb");
+  size_t r;
+
+  if (!f)
+    return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
+  XXH64_update(st, path, strlen(path) + 1);
+  while ((r = fread(chunk, 1, sizeof(chunk), f)) > 0)
+    XXH64_update(st, chunk, r);
+  fclose(f);
+  return 0;
+}
+
+static int ends_with(const char *s, const char *suf)
+{
+  size_t a = strlen(s), b = strlen(suf);
+
+  return a >= b && !strcmp(s + a - b, suf);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names in dir ending in one of the suffixes; malloc'd strings. */
+static int list_dir(const char *dir, const char *const *sufs, char **names,
+                    int max, int *n, struct err *e)
+{
+  DIR *d = opendir(dir);
+  struct dirent *de;
+
+  *n = 0;
+  if (!d)
+    return err_set(e, ERR_IO, "%s: %s", dir, strerror(errno));
+  while ((de = readdir(d))) {
+    int k, match = 0;
+    for (k = 0; sufs[k]; k++)
+      match |= ends_with(de->d_name, sufs[k]);
+    if (!match || de->d_name[0] == '.')
+      continue;
+    if (*n >= max) {
+      closedir(d);
+      return err_set(e, ERR_TOOBIG, "%s: more than %d sources", dir, max);
+    }
+    names[(*n)++] = strdup(de->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)*n, sizeof(char *), cmp_str);
+  return 0;
+}
+
+static void free_names(char **names, int n)
+{
+  int i;
+
+  for (i = 0; i < n; i++)
+    free(names[i]);
+}
+
+/* Hash the headers of one folder (they may be included by any unit). */
+static int hash_headers(XXH64_state_t *st, const char *dir, struct err *e)
+{
+  static const char *const hdr[] = {".h", ".cuh", ".hpp", ".inc", NULL};
+  char *names[MAX_UNITS * 2];
+  int n, i, rc;
+
+  rc = list_dir(dir, hdr, names, MAX_UNITS * 2, &n, e);
+  for (i = 0; rc == 0 && i < n; i++) {
+    char p[PATHN];
+    snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+    rc = hash_file(st, p, e);
+  }
+  free_names(names, n);
+  return rc;
+}
+
+/* First line of the log that looks like an error, for the one-line
+ * message. */
+static void first_error(const char *log, char *out, size_t n)
+{
+  const char *p = log, *best = NULL;
+
+  while (p && *p) {
+    size_t len = strcspn(p, "\n");
+    if (memmem(p, len, "error", 5) || memmem(p, len, "Error", 5)) {
+      best = p;
+      break;
+    }
+    p += len;
+    p += *p ? 1 : 0;
+  }
+  if (!best)
+    best = log;
+  snprintf(out, n, "%.*s", (int)strcspn(best, "\n"), best);
+}
+
+struct argv_b {
+  const char *v[MAX_ARGS + 1];
+  int n;
+};
+
+static void arg(struct argv_b *a, const char *s)
+{
+  if (a->n < MAX_ARGS)
+    a->v[a->n++] = s;
+  a->v[a->n] = NULL;
+}
+
+/* Run one tool command, appending its output to log. */
+static int run_tool(const struct argv_b *a, double timeout, struct buf *log,
+                    struct err *e)
+{
+  char **env = proc_env_new(proc_env_default_allow, NULL);
+  struct proc_opts o = {0};
+  struct proc_result r;
+  char how[128];
+  int rc, i;
+
+  if (!env)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  o.argv = a->v;
+  o.envp = (const char *const *)env;
+  o.timeout_s = timeout > 0 ? timeout : 300;
+  o.out_max = BUILD_LOG_MAX;
+  o.err_max = BUILD_LOG_MAX;
+  (void)buf_puts(log, "$");
+  for (i = 0; i < a->n; i++)
+    (void)buf_printf(log, " %s", a->v[i]);
+  (void)buf_putc(log, '\n');
+  rc = proc_run(&o, &r, e);
+  proc_env_free(env);
+  if (rc)
+    return rc;
+  (void)buf_puts(log, buf_str(&r.out));
+  (void)buf_puts(log, buf_str(&r.err));
+  if (r.outcome == PROC_TIMEDOUT) {
+    rc = err_set(e, ERR_TIMEOUT, "%s %s", a->v[0],
+                 proc_describe(&r, how, sizeof(how)));
+  } else if (!proc_ok(&r)) {
+    char line[200];
+    first_error(*buf_str(&r.err) ? buf_str(&r.err) : buf_str(&r.out), line,
+                sizeof(line));
+    rc = err_set(e, ERR_BUILD, "%s: %s", proc_describe(&r, how, sizeof(how)),
+                 *line ? line : "(no output)");
+  }
+  proc_result_release(&r);
+  return rc;
+}
+
+/* Compile one unit into the cache (or find it there). */
+static int compile_unit(const struct build_opts *o, const char *src,
+                        const char *base, XXH64_state_t *common, int is_impl,
+                        char *obj, size_t objn, struct build_result *r,
+                        struct buf *log, struct err *e)
+{
+  const struct toolchain *tc = o->tc;
+  XXH64_state_t *st = XXH64_createState();
+  char archf[96], rti[PATHN], wli[PATHN], nci[PATHN], tmp[PATHN + 32];
+  const char *name = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
+  struct argv_b a = {{0}, 0};
+  int rc, i;
+
+  if (!st)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  XXH64_copyState(st, common);
+  if ((rc = hash_file(st, src, e))) {
+    XXH64_freeState(st);
+    return rc;
+  }
+  if (is_impl)
+    for (i = 0; i < o->ndflags; i++)
+      XXH64_update(st, o->dflags[i], strlen(o->dflags[i]) + 1);
+  snprintf(obj, objn, "%s/%s-%016llx.o", o->cache_dir, base,
+           (unsigned long long)XXH64_digest(st));
+  XXH64_freeState(st);
+  if (access(obj, R_OK) == 0) {
+    r->cached++;
+    (void)buf_printf(log, "# %s: cached %s\n", name, obj);
+    return 0;
+  }
+  snprintf(archf, sizeof(archf), "-arch=%s", tc->arch);
+  snprintf(rti, sizeof(rti), "-I%s", o->runtime_dir);
+  snprintf(wli, sizeof(wli), "-I%s", o->wl->dir);
+  snprintf(nci, sizeof(nci), "-I%s", tc->nccl_include);
+  snprintf(tmp, sizeof(tmp), "%s.tmp%ld", obj, (long)getpid());
+  arg(&a, tc->nvcc);
+  arg(&a, archf);
+  arg(&a, "-std=c++17");
+  arg(&a, "-O3");
+  arg(&a, rti);
+  arg(&a, wli);
+  if (tc->nccl_include[0])
+    arg(&a, nci);
+  if (o->vranks > 0)
+    arg(&a, "-DCUCO_VRANKS");
+  if (is_impl)
+    for (i = 0; i < o->ndflags; i++)
+      arg(&a, o->dflags[i]);
+  arg(&a, "-c");
+  arg(&a, src);
+  arg(&a, "-o");
+  arg(&a, tmp);
+  rc = run_tool(&a, o->timeout_s, log, e);
+  if (rc == 0 && rename(tmp, obj))
+    rc = err_set(e, ERR_IO, "rename %s: %s", tmp, strerror(errno));
+  if (rc)
+    unlink(tmp);
+  else
+    r->compiled++;
+  if (rc == ERR_BUILD || rc == ERR_TIMEOUT)
+    err_wrap(e, "%s", name);
+  return rc;
+}
+
+static int build_nvcc(const struct build_opts *o, struct build_result *r,
+                      struct buf *log, struct err *e)
+{
+  static const char *const cu[] = {".cu", NULL};
+  const struct toolchain *tc = o->tc;
+  char *units[MAX_UNITS];
+  char objs[MAX_UNITS + 2][PATHN + 64];
+  char src[PATHN], base[160], archf[96], ncl[PATHN], cul[PATHN], rp[PATHN];
+  char libs[WORKLOAD_MAX_LIBS][80];
+  XXH64_state_t *common = NULL;
+  struct argv_b a = {{0}, 0};
+  int nunits = 0, nobj = 0, i, rc;
+
+  if (!tc || !tc->nvcc[0])
+    return err_set(e, ERR_PROC, "nvcc not found (set CUCO_NVCC or [build] "
+                   "nvcc; see cuco doctor)");
+  if (!tc->nccl_include[0])
+    return err_set(e, ERR_PROC, "NCCL headers not found (set "
+                   "CUCO_NCCL_HOME; see cuco doctor)");
+  if ((rc = build_mkdirs(o->cache_dir, e)))
+    return rc;
+  common = XXH64_createState();
+  if (!common)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  XXH64_reset(common, 0x637563u);
+  {
+    char key[4 * PATHN];
+    snprintf(key, sizeof(key), "v1|%s|%s|%s|%s|%d|%d", tc->nvcc,
+             tc->nvcc_version, tc->arch, tc->nccl_include,
+             tc->nccl_header_version, o->vranks > 0);
+    XXH64_update(common, key, strlen(key));
+  }
+  if ((rc = hash_headers(common, o->runtime_dir, e)) ||
+      (rc = hash_headers(common, o->wl->dir, e)))
+    goto out;
+  if ((rc = list_dir(o->runtime_dir, cu, units, MAX_UNITS, &nunits, e)))
+    goto out;
+  for (i = 0; i < nunits; i++) {
+    snprintf(src, sizeof(src), "%s/%s", o->runtime_dir, units[i]);
+    snprintf(base, sizeof(base), "rt_%.*s", (int)(strlen(units[i]) - 3),
+             units[i]);
+    if ((rc = compile_unit(o, src, base, common, 0, objs[nobj],
+                           sizeof(objs[0]), r, log, e)))
+      goto out;
+    nobj++;
+  }
+  snprintf(src, sizeof(src), "%s/%s", o->wl->dir, o->wl->reference);
+  snprintf(base, sizeof(base), "%s_ref", o->wl->name);
+  if ((rc = compile_unit(o, src, base, common, 0, objs[nobj], sizeof(objs[0]),
+                         r, log, e)))
+    goto out;
+  nobj++;
+  snprintf(base, sizeof(base), "%s_impl", o->wl->name);
+  if ((rc = compile_unit(o, o->impl_path, base, common, 1, objs[nobj],
+                         sizeof(objs[0]), r, log, e)))
+    goto out;
+  nobj++;
+  if (o->compile_only)
+    goto out;
+  snprintf(archf, sizeof(archf), "-arch=%s", tc->arch);
+  arg(&a, tc->nvcc);
+  arg(&a, archf);
+  for (i = 0; i < nobj; i++)
+    arg(&a, objs[i]);
+  arg(&a, "-o");
+  arg(&a, o->out_bin);
+  if (tc->nccl_lib[0]) {
+    snprintf(ncl, sizeof(ncl), "-L%s", tc->nccl_lib);
+    snprintf(rp, sizeof(rp), "-Xlinker=-rpath,%s", tc->nccl_lib);
+    arg(&a, ncl);
+    arg(&a, rp);
+  }
+  arg(&a, "-lnccl");
+  if (tc->cuda_lib[0]) {
+    snprintf(cul, sizeof(cul), "-L%s", tc->cuda_lib);
+    arg(&a, cul);
+  }
+  for (i = 0; i < o->wl->nlibs; i++) {
+    snprintf(libs[i], sizeof(libs[i]), "-l%s", o->wl->libs[i]);
+    arg(&a, libs[i]);
+  }
+  rc = run_tool(&a, o->timeout_s, log, e);
+  if (rc == ERR_BUILD)
+    err_wrap(e, "link");
+out:
+  free_names(units, nunits);
+  XXH64_freeState(common);
+  return rc;
+}
+
+void build_argv_free(char **argv)
+{
+  int i;
+
+  if (!argv)
+    return;
+  for (i = 0; argv[i]; i++)
+    free(argv[i]);
+  free(argv);
+}
+
+static const char *var_of(const struct build_vars *v, const char *name,
+                          size_t len, int *known)
+{
+  static const char *const names[] = {"src",  "bin",  "dir",  "work", "params",
+                                      "size", "mode", "seed", "out",  NULL};
+  const char *vals[9];
+  int i;
+
+  vals[0] = v->src;
+  vals[1] = v->bin;
+  vals[2] = v->dir;
+  vals[3] = v->work;
+  vals[4] = v->params;
+  vals[5] = v->size;
+  vals[6] = v->mode;
+  vals[7] = v->seed;
+  vals[8] = v->out;
+  *known = 0;
+  for (i = 0; names[i]; i++)
+    if (strlen(names[i]) == len && !strncmp(names[i], name, len)) {
+      *known = 1;
+      return vals[i] ? vals[i] : "";
+    }
+  return NULL;
+}
+
+char **build_template_argv(const char *tmpl, const struct build_vars *v,
+                           struct err *e)
+{
+  char **argv = calloc(MAX_ARGS + 1, sizeof(char *));
+  const char *p = tmpl;
+  int n = 0, i;
+
+  if (!argv) {
+    err_set(e, ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  while (*p) {
+    size_t len;
+    struct buf tok = BUF_INIT(8192);
+    while (*p == ' ' || *p == '\t')
+      p++;
+    if (!*p)
+      break;
+    len = strcspn(p, " \t");
+    if (len == 7 && !strncmp(p, "{flags}", 7)) {
+      for (i = 0; i < v->nflags && n < MAX_ARGS; i++)
+        argv[n++] = strdup(v->flags[i]);
+      p += len;
+      continue;
+    }
+    for (i = 0; i < (int)len; i++) {
+      if (p[i] == '{') {
+        size_t close = strcspn(p + i, "}");
+        int known;
+        const char *val;
+        if ((size_t)i + close >= len) {
+          err_set(e, ERR_CONFIG, "unclosed '{' in command '%.60s'", tmpl);
+          goto fail_tok;
+        }
+        val = var_of(v, p + i + 1, close - 1, &known);
+        if (!known) {
+          err_set(e, ERR_CONFIG, "unknown placeholder '%.*s' in '%.60s'",
+                  (int)close + 1, p + i, tmpl);
+          goto fail_tok;
+        }
+        (void)buf_puts(&tok, val);
+        i += (int)close;
+      } else {
+        (void)buf_putc(&tok, p[i]);
+      }
+    }
+    if (buf_error(&tok) || n >= MAX_ARGS) {
+      err_set(e, ERR_TOOBIG, "command too long: '%.60s'", tmpl);
+      goto fail_tok;
+    }
+    argv[n++] = buf_detach(&tok, NULL);
+    p += len;
+    continue;
+  fail_tok:
+    buf_release(&tok);
+    build_argv_free(argv);
+    return NULL;
+  }
+  if (n == 0) {
+    err_set(e, ERR_CONFIG, "empty command");
+    build_argv_free(argv);
+    return NULL;
+  }
+  return argv;
+}
+
+static int build_freeform(const struct build_opts *o, struct build_result *r,
+                          struct buf *log, struct err *e)
+{
+  struct build_vars v = {0};
+  struct argv_b a = {{0}, 0};
+  char **argv;
+  int rc, i;
+
+  (void)r;
+  v.src = o->impl_path;
+  v.bin = o->out_bin;
+  v.dir = o->wl->dir;
+  v.work = o->work_dir;
+  v.flags = o->dflags;
+  v.nflags = o->ndflags;
+  argv = build_template_argv(o->wl->ff_build, &v, e);
+  if (!argv)
+    return err_wrap(e, "%s [freeform] build", o->wl->ini_path);
+  for (i = 0; argv[i]; i++)
+    arg(&a, argv[i]);
+  rc = run_tool(&a, o->timeout_s, log, e);
+  build_argv_free(argv);
+  if (rc == 0 && !o->compile_only && access(o->out_bin, X_OK))
+    rc = err_set(e, ERR_BUILD, "the build command made no executable {bin}");
+  return rc;
+}
+
+int build_run(const struct build_opts *o, struct build_result *r,
+              struct err *e)
+{
+  struct buf log = BUF_INIT(BUILD_LOG_MAX);
+  struct timespec t0, t1;
+  int rc;
+
+  memset(r, 0, sizeof(*r));
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (o->wl->kind == WORKLOAD_FREEFORM)
+    rc = build_freeform(o, r, &log, e);
+  else
+    rc = build_nvcc(o, r, &log, e);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  r->wall_s = (double)(t1.tv_sec - t0.tv_sec) +
+              (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  r->log = buf_detach(&log, NULL);
+  return rc;
+}
+
+void build_result_release(struct build_result *r)
+{
+  if (!r)
+    return;
+  free(r->log);
+  r->log = NULL;
+}

@@ -1,0 +1,663 @@
+/* eval.c - the evaluation cascade; see eval.h.  The freeform runner and
+ * the cheat suite are in eval_ff.c; the command in eval_cli.c. */
+#define _GNU_SOURCE
+#include "eval.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "build.h"
+#include "buf.h"
+#include "candidate.h"
+#include "directive.h"
+#include "eval_int.h"
+#include "launch.h"
+#include "toolchain.h"
+#include "workload.h"
+
+static const char *const stage_names[] = {"static", "build", "verify",
+                                          "bench", "done"};
+
+const char *eval_stage_name(enum eval_stage s)
+{
+  return (unsigned)s <= EVAL_STAGE_DONE ? stage_names[s] : "?";
+}
+
+int eval_stage_parse(const char *name)
+{
+  int i;
+
+  for (i = 0; i <= EVAL_STAGE_DONE; i++)
+    if (!strcmp(stage_names[i], name))
+      return i;
+  return -1;
+}
+
+char *eval_read_text(const char *path, size_t cap, struct err *e)
+{
+  struct buf b = BUF_INIT(cap);
+  char chunk[16384];
+  FILE *f = fopen(path, "rb");
+  size_t r;
+
+  if (!f) {
+    err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
+    return NULL;
+  }
+  while ((r = fread(chunk, 1, sizeof(chunk), f)) > 0)
+    (void)buf_append(&b, chunk, r);
+  fclose(f);
+  if (buf_error(&b)) {
+    err_set(e, buf_error(&b), "%s: over %zu bytes", path, cap);
+    buf_release(&b);
+    return NULL;
+  }
+  if (b.len && memchr(b.data, '\0', b.len)) {
+    err_set(e, ERR_CHECK, "%s: holds NUL bytes", path);
+    buf_release(&b);
+    return NULL;
+  }
+  return buf_detach(&b, NULL);
+}
+
+int eval_write_text(const char *path, const char *text, struct err *e)
+{
+  FILE *f = fopen(path, "wb");
+  size_t n = strlen(text);
+
+  if (!f)
+    return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
+  if (fwrite(text, 1, n, f) != n) {
+    fclose(f);
+    return err_set(e, ERR_IO, "%s: write failed", path);
+  }
+  if (fclose(f))
+    return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
+  return 0;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag,
+                  struct FTW *ftw)
+{
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(p);
+}
+
+void eval_rmtree(const char *dir)
+{
+  (void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Set the verdict of a stage that failed. */
+void eval_fail(struct eval_result *r, const struct eval_opts *o,
+               enum eval_stage st, const char *status, const char *fmt, ...)
+{
+  va_list ap;
+  char msg[480];
+
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  r->stage = st;
+  snprintf(r->status, sizeof(r->status), "%s", status);
+  snprintf(r->error, sizeof(r->error), "%s: %s", eval_stage_name(st), msg);
+  if (o->progress)
+    o->progress(o->progress_ud, st, 0, msg);
+}
+
+void eval_pass(const struct eval_opts *o, enum eval_stage st, const char *fmt,
+               ...)
+{
+  va_list ap;
+  char msg[480];
+
+  if (!o->progress)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  o->progress(o->progress_ud, st, 1, msg);
+}
+
+/* Append text to a capped log string owned by the result. */
+void eval_log_append(char **log, const char *text)
+{
+  struct buf b = BUF_INIT(EVAL_LOG_MAX);
+
+  if (*log)
+    (void)buf_puts(&b, *log);
+  /* keep the tail of long logs: the end says why */
+  if (strlen(text) > EVAL_LOG_MAX / 2)
+    text += strlen(text) - EVAL_LOG_MAX / 2;
+  (void)buf_puts(&b, text);
+  free(*log);
+  *log = buf_detach(&b, NULL);
+}
+
+/* ---- static stage ---- */
+
+static int stage_static(const struct eval_opts *o, const char *code,
+                        struct directive_set *d, struct eval_result *r,
+                        struct err *e)
+{
+  const struct workload *w = o->wl;
+  char *seed = NULL;
+  struct err ce = {0, ""};
+  int device = w->kind == WORKLOAD_RUNTIME;
+
+  memset(d, 0, sizeof(*d));
+  if (strlen(code) > CANDIDATE_MAX_BYTES) {
+    eval_fail(r, o, EVAL_STAGE_STATIC, "rejected",
+              "candidate is %zu bytes, over the %u cap", strlen(code),
+              CANDIDATE_MAX_BYTES);
+    return 1;
+  }
+  if (!o->device_candidate) {
+    eval_pass(o, EVAL_STAGE_STATIC, "ok (not a candidate: no checks)");
+    return 0;
+  }
+  if (o->seed_code) {
+    seed = strdup(o->seed_code);
+  } else {
+    char p[WORKLOAD_PATH + 160];
+    snprintf(p, sizeof(p), "%s/%s", w->dir, w->seed);
+    seed = eval_read_text(p, CANDIDATE_MAX_BYTES, e);
+    if (!seed)
+      return err_wrap(e, "seed");
+  }
+  if (!seed)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  if (candidate_check(seed, code, device, &ce) ||
+      directive_parse(code, d, &ce) || directive_validate(d, w, &ce)) {
+    eval_fail(r, o, EVAL_STAGE_STATIC, "rejected", "%s", ce.msg);
+    free(seed);
+    return 1;
+  }
+  free(seed);
+  r->directives = directive_to_json(d);
+  {
+    struct directive_flags f;
+    struct buf b = BUF_INIT(1024);
+    int i;
+    directive_flags(d, &f);
+    for (i = 0; i < f.n; i++)
+      (void)buf_printf(&b, "%s%s", i ? " " : "", f.v[i] + 2);
+    eval_pass(o, EVAL_STAGE_STATIC, "ok%s%s", f.n ? ": " : "", buf_str(&b));
+    buf_release(&b);
+  }
+  return 0;
+}
+
+/* ---- build stage ---- */
+
+static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
+                       const struct directive_set *d, struct eval_result *r,
+                       struct err *e)
+{
+  struct directive_flags f;
+  const char *fl[DIRECTIVE_MAX_FLAGS];
+  struct build_opts bo = {0};
+  struct build_result br;
+  struct err be = {0, ""};
+  int i, rc;
+
+  directive_flags(d, &f);
+  for (i = 0; i < f.n; i++)
+    fl[i] = f.v[i];
+  bo.wl = o->wl;
+  bo.tc = o->tc;
+  bo.runtime_dir = x->runtime_dir;
+  bo.impl_path = x->src_path;
+  bo.dflags = fl;
+  bo.ndflags = f.n;
+  bo.vranks = o->vranks;
+  bo.compile_only = o->compile_only;
+  bo.out_bin = x->bin_path;
+  bo.cache_dir = x->cache_dir;
+  bo.timeout_s = o->build_timeout_s > 0 ? o->build_timeout_s : 300;
+  bo.work_dir = x->work_dir;
+  rc = build_run(&bo, &br, &be);
+  r->build_s = br.wall_s;
+  if (br.log)
+    eval_log_append(&r->build_log, br.log);
+  build_result_release(&br);
+  if (rc == ERR_BUILD || rc == ERR_TIMEOUT) {
+    eval_fail(r, o, EVAL_STAGE_BUILD, "failed", "%s", be.msg);
+    return 1;
+  }
+  if (rc) {
+    err_set(e, rc, "build: %s", be.msg);
+    return rc;
+  }
+  eval_pass(o, EVAL_STAGE_BUILD, "ok (%.1f s%s)", r->build_s,
+            o->wl->kind == WORKLOAD_RUNTIME && !o->compile_only
+                ? ", linked"
+                : (o->compile_only ? ", objects only" : ""));
+  return 0;
+}
+
+/* ---- runs of a runtime binary ---- */
+
+/* The first failed check of a RESULT.json, as words. */
+static void first_failed_check(const json_t *res, char *out, size_t n)
+{
+  const json_t *checks = json_object_get(json_object_get(res, "verify"),
+                                         "checks");
+  size_t i;
+
+  *out = '\0';
+  for (i = 0; i < json_array_size(checks); i++) {
+    const json_t *c = json_array_get(checks, i);
+    if (json_is_true(json_object_get(c, "passed")))
+      continue;
+    snprintf(out, n, "rank %d output %s (%s): rel_l2 %.3g tol %.3g nan %d "
+             "poison %d%s%s",
+             (int)json_integer_value(json_object_get(c, "rank")),
+             json_string_value(json_object_get(c, "output"))
+                 ? json_string_value(json_object_get(c, "output"))
+                 : "?",
+             json_string_value(json_object_get(c, "step"))
+                 ? json_string_value(json_object_get(c, "step"))
+                 : "?",
+             json_number_value(json_object_get(c, "rel_l2")),
+             json_number_value(json_object_get(c, "tol")),
+             (int)json_integer_value(json_object_get(c, "nan")),
+             (int)json_integer_value(json_object_get(c, "poison")),
+             json_string_length(json_object_get(c, "reason")) ? ": " : "",
+             json_string_value(json_object_get(c, "reason"))
+                 ? json_string_value(json_object_get(c, "reason"))
+                 : "");
+    return;
+  }
+}
+
+/* Run the binary on one size in one mode.  Returns 0 when it passed (and
+ * stores the size's metrics), 1 when the candidate failed (verdict set),
+ * negative on an internal error. */
+static int run_size(const struct eval_opts *o, struct eval_ctx *x,
+                    const struct workload_size *s, const char *mode,
+                    struct eval_result *r, json_t **out, struct err *e)
+{
+  enum eval_stage st = !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY
+                                               : EVAL_STAGE_BENCH;
+  const char *args[32];
+  char seed_s[32], tol_s[32], vr_s[16], resp[WORKLOAD_PATH + 64];
+  struct launch_opts lo = {0};
+  struct launch_result lr;
+  const char *status;
+  int na = 0, rc;
+
+  snprintf(resp, sizeof(resp), "%s/RESULT.json", x->work_dir);
+  snprintf(seed_s, sizeof(seed_s), "%lu", o->seed ? o->seed : 1234UL);
+  args[na++] = "--params";
+  args[na++] = s->params;
+  if (strcmp(s->name, s->params)) {
+    args[na++] = "--size-name";
+    args[na++] = s->name;
+  }
+  args[na++] = "--mode";
+  args[na++] = mode;
+  args[na++] = "--seed";
+  args[na++] = seed_s;
+  if (o->wl->tol_rel_l2 > 0) {
+    snprintf(tol_s, sizeof(tol_s), "%g", o->wl->tol_rel_l2);
+    args[na++] = "--tol";
+    args[na++] = tol_s;
+  }
+  args[na++] = "--out";
+  args[na++] = resp;
+  if (*x->machine_path) {
+    args[na++] = "--machine";
+    args[na++] = x->machine_path;
+  }
+  if (o->vranks > 0) {
+    snprintf(vr_s, sizeof(vr_s), "%d", o->vranks);
+    args[na++] = "--vranks";
+    args[na++] = vr_s;
+  }
+  lo.bin = x->bin_path;
+  lo.args = args;
+  lo.nargs = na;
+  lo.nranks = o->vranks > 0 ? 1 : x->ranks;
+  lo.gpus = o->gpus;
+  lo.work_dir = x->work_dir;
+  lo.result_path = resp;
+  lo.lib_dirs = x->lib_dirs;
+  lo.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
+  rc = launch_run(&lo, &lr, e);
+  if (lr.log) {
+    char head[160];
+    snprintf(head, sizeof(head), "=== %s %s (%s) ===\n", mode, s->name,
+             s->params);
+    eval_log_append(&r->verify_log, head);
+    eval_log_append(&r->verify_log, lr.log);
+  }
+  if (rc) {
+    launch_result_release(&lr);
+    return rc;
+  }
+  if (lr.timed_out) {
+    r->hang_rank = lr.hang_rank;
+    eval_fail(r, o, st, "failed", "size %s: %s", s->name, lr.what);
+    goto fail;
+  }
+  if (!lr.result) {
+    eval_fail(r, o, st, "failed", "size %s: %s; %s", s->name, lr.what,
+              lr.result_error);
+    goto fail;
+  }
+  status = json_string_value(json_object_get(lr.result, "status"));
+  if (!strcmp(status, "verify_failed") || lr.exit_code == 3) {
+    char why[300];
+    first_failed_check(lr.result, why, sizeof(why));
+    eval_fail(r, o, st, "failed", "size %s: verification failed: %s",
+              s->name, *why ? why : lr.what);
+    goto fail;
+  }
+  if (strcmp(status, "ok") || !lr.all_ok ||
+      !json_is_true(json_object_get(json_object_get(lr.result, "verify"),
+                                    "passed"))) {
+    const char *er = json_string_value(json_object_get(lr.result, "error"));
+    eval_fail(r, o, st, "failed", "size %s: %s%s%s", s->name,
+              er && *er ? er : lr.what, er && *er ? " / " : "",
+              er && *er ? lr.what : "");
+    goto fail;
+  }
+  if (json_is_true(json_object_get(lr.result, "protocol_test")))
+    r->protocol_test = 1;
+  *out = json_incref(lr.result);
+  launch_result_release(&lr);
+  return 0;
+fail:
+  if (lr.result)
+    *out = json_incref(lr.result);
+  launch_result_release(&lr);
+  return 1;
+}
+
+/* Keep only what the DB and reports need of a RESULT.json. */
+static json_t *slim(json_t *res)
+{
+  json_t *o = json_object();
+  static const char *const keep[] = {"params", "size",  "nranks", "vranks",
+                                     "protocol_test", "mode",  "status",
+                                     "error", "verify", "timing", NULL};
+  int i;
+
+  for (i = 0; keep[i]; i++) {
+    json_t *v = json_object_get(res, keep[i]);
+    if (v)
+      json_object_set(o, keep[i], v);
+  }
+  return o;
+}
+
+/* Stage over a set of sizes; fills metrics[mode][size]. */
+static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
+                      const struct workload_size *sizes, int n,
+                      const char *mode, struct eval_result *r, struct err *e)
+{
+  enum eval_stage st = !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY
+                                               : EVAL_STAGE_BENCH;
+  json_t *bymode = json_object_get(r->metrics, mode);
+  double t0 = eval_now(), logsum = 0, worst_rel = 0;
+  int i, rc = 0;
+
+  if (!bymode) {
+    bymode = json_object();
+    json_object_set_new(r->metrics, mode, bymode);
+  }
+  for (i = 0; i < n; i++) {
+    json_t *res = NULL;
+    if (o->wl->kind == WORKLOAD_FREEFORM)
+      rc = eval_ff_run(o, x, &sizes[i], mode, r, &res, e);
+    else
+      rc = run_size(o, x, &sizes[i], mode, r, &res, e);
+    if (res) {
+      json_object_set_new(bymode, sizes[i].name,
+                          o->wl->kind == WORKLOAD_FREEFORM ? json_incref(res)
+                                                           : slim(res));
+      if (rc == 0 && st == EVAL_STAGE_BENCH) {
+        json_t *t = o->wl->kind == WORKLOAD_FREEFORM
+                        ? res
+                        : json_object_get(res, "timing");
+        double med = json_number_value(json_object_get(t, "median_ms"));
+        double lo = json_number_value(json_object_get(t, "ci95_lo_ms"));
+        double hi = json_number_value(json_object_get(t, "ci95_hi_ms"));
+        double rel = med > 0 && hi >= lo ? (hi - lo) / 2 / med : 0;
+        logsum += log(med);
+        if (rel > worst_rel)
+          worst_rel = rel;
+      }
+      json_decref(res);
+    }
+    if (rc)
+      break;
+  }
+  if (st == EVAL_STAGE_VERIFY)
+    r->verify_s = eval_now() - t0;
+  else
+    r->bench_s = eval_now() - t0;
+  if (rc)
+    return rc;
+  if (st == EVAL_STAGE_BENCH && n > 0) {
+    r->median_ms = exp(logsum / n);
+    r->noise_ms = r->median_ms * worst_rel;
+    r->score = 1000.0 / r->median_ms;
+    r->has_score = !r->protocol_test;
+    eval_pass(o, st, "ok: %d size%s, median %.4g ms (geomean), noise %.2g ms%s",
+              n, n == 1 ? "" : "s", r->median_ms, r->noise_ms,
+              r->protocol_test ? " [protocol test: not performance]" : "");
+  } else {
+    eval_pass(o, st, "ok: %d size%s passed%s", n, n == 1 ? "" : "s",
+              o->wl->kind == WORKLOAD_FREEFORM
+                  ? " (checked by the program, not the harness)"
+                  : "");
+  }
+  return 0;
+}
+
+static int pick_sizes(const struct eval_opts *o, struct eval_ctx *x,
+                      struct eval_result *r, struct err *e)
+{
+  const struct workload *w = o->wl;
+  struct err se = {0, ""};
+  int i;
+
+  if (o->sizes) {
+    if (workload_resolve_sizes(w, o->sizes, x->vsizes, WORKLOAD_MAX_SIZES,
+                               &x->nv, &se)) {
+      err_set(e, ERR_USAGE, "%s", se.msg);
+      return ERR_USAGE;
+    }
+    memcpy(x->bsizes, x->vsizes, sizeof(x->vsizes));
+    x->nb = x->nv;
+  } else {
+    for (i = 0; i < w->nverify; i++)
+      x->vsizes[i] = w->sizes[w->verify[i]];
+    for (i = 0; i < w->nbench; i++)
+      x->bsizes[i] = w->sizes[w->bench[i]];
+    x->nv = w->nverify;
+    x->nb = w->nbench;
+  }
+  (void)r;
+  return 0;
+}
+
+static int prepare(const struct eval_opts *o, struct eval_ctx *x,
+                   const char *code, struct err *e)
+{
+  const struct workload *w = o->wl;
+  const char *name = o->impl_name ? o->impl_name : "candidate.cu";
+  int rc;
+
+  if (strchr(name, '/') || !*name || !strcmp(name, ".."))
+    return err_set(e, ERR_USAGE, "impl name '%s' is not a file name", name);
+  if (o->work_dir) {
+    snprintf(x->work_dir, sizeof(x->work_dir), "%s", o->work_dir);
+    if ((rc = build_mkdirs(x->work_dir, e)))
+      return rc;
+  } else {
+    const char *t = getenv("TMPDIR");
+    snprintf(x->work_dir, sizeof(x->work_dir), "%s/cuco-eval.XXXXXX",
+             t && *t ? t : "/tmp");
+    if (!mkdtemp(x->work_dir))
+      return err_set(e, ERR_IO, "mkdtemp %s: %s", x->work_dir,
+                     strerror(errno));
+    x->temp = 1;
+  }
+  {
+    /* the source keeps the seed's extension: gcc and nvcc go by it */
+    const char *sext = strrchr(w->seed, '.'), *dot = strrchr(name, '.');
+    int stem = (int)(dot ? dot - name : (long)strlen(name));
+    snprintf(x->src_path, sizeof(x->src_path), "%s/%.*s%s", x->work_dir,
+             stem, name, sext ? sext : "");
+  }
+  snprintf(x->bin_path, sizeof(x->bin_path), "%s/%.*s.bin", x->work_dir,
+           (int)(strrchr(name, '.') ? strrchr(name, '.') - name
+                                    : (long)strlen(name)),
+           name);
+  if (o->cache_dir)
+    snprintf(x->cache_dir, sizeof(x->cache_dir), "%s", o->cache_dir);
+  else
+    build_default_cache(x->cache_dir, sizeof(x->cache_dir));
+  if ((rc = eval_write_text(x->src_path, code, e)))
+    return rc;
+  x->ranks = o->ranks > 0 ? o->ranks : w->ranks[0];
+  if (o->vranks <= 0 && !workload_allows_ranks(w, x->ranks))
+    return err_set(e, ERR_USAGE, "%s does not allow %d ranks", w->name,
+                   x->ranks);
+  if (w->kind == WORKLOAD_RUNTIME) {
+    if (!o->tc)
+      return err_set(e, ERR_INTERNAL, "no toolchain given");
+    if (o->runtime_dir)
+      snprintf(x->runtime_dir, sizeof(x->runtime_dir), "%s", o->runtime_dir);
+    else if ((rc = build_find_runtime(NULL, w->dir, x->runtime_dir,
+                                      sizeof(x->runtime_dir), e)))
+      return rc;
+    snprintf(x->lib_dirs, sizeof(x->lib_dirs), "%s%s%s", o->tc->nccl_lib,
+             o->tc->nccl_lib[0] && o->tc->cuda_lib[0] ? ":" : "",
+             o->tc->cuda_lib);
+  }
+  if (o->machine && !o->compile_only) {
+    snprintf(x->machine_path, sizeof(x->machine_path), "%s/MACHINE.json",
+             x->work_dir);
+    if (json_dump_file(o->machine, x->machine_path, JSON_INDENT(1)))
+      return err_set(e, ERR_IO, "cannot write %s", x->machine_path);
+  }
+  return 0;
+}
+
+int eval_candidate(const struct eval_opts *o, const char *code,
+                   struct eval_result *r, struct err *e)
+{
+  struct eval_ctx *x = calloc(1, sizeof(*x));
+  struct directive_set d;
+  int rc;
+
+  memset(r, 0, sizeof(*r));
+  r->hang_rank = -1;
+  r->stage = EVAL_STAGE_STATIC;
+  snprintf(r->status, sizeof(r->status), "failed");
+  r->metrics = json_object();
+  if (!x || !r->metrics) {
+    free(x);
+    return err_set(e, ERR_NOMEM, "out of memory");
+  }
+  if ((rc = pick_sizes(o, x, r, e)))
+    goto out;
+  /* the static stage needs no files: a rejected candidate costs nothing */
+  rc = stage_static(o, code, &d, r, e);
+  if (rc)
+    goto out_verdict;
+  if ((rc = prepare(o, x, code, e)))
+    goto out;
+  r->stage = EVAL_STAGE_BUILD;
+  rc = stage_build(o, x, &d, r, e);
+  if (rc)
+    goto out_verdict;
+  if (o->compile_only) {
+    snprintf(r->status, sizeof(r->status), "ok");
+    goto out;
+  }
+  r->stage = EVAL_STAGE_VERIFY;
+  rc = stage_runs(o, x, x->vsizes, x->nv, "verify", r, e);
+  if (rc)
+    goto out_verdict;
+  r->stage = EVAL_STAGE_BENCH;
+  if (o->skip_bench) {
+    eval_pass(o, EVAL_STAGE_BENCH, "skipped (--no-bench)");
+  } else if (o->vranks > 0) {
+    eval_pass(o, EVAL_STAGE_BENCH,
+              "skipped (virtual ranks are a protocol test, not "
+              "performance)");
+    r->protocol_test = 1;
+  } else {
+    rc = stage_runs(o, x, x->bsizes, x->nb, "bench", r, e);
+    if (rc)
+      goto out_verdict;
+  }
+  r->stage = EVAL_STAGE_DONE;
+  snprintf(r->status, sizeof(r->status), "ok");
+  r->error[0] = '\0';
+out_verdict:
+  if (rc > 0)
+    rc = 0; /* the candidate failed; the evaluation itself worked */
+out:
+  if (x->temp)
+    eval_rmtree(x->work_dir);
+  free(x);
+  return rc;
+}
+
+void eval_result_release(struct eval_result *r)
+{
+  if (!r)
+    return;
+  free(r->build_log);
+  free(r->verify_log);
+  json_decref(r->directives);
+  json_decref(r->metrics);
+  r->build_log = r->verify_log = NULL;
+  r->directives = r->metrics = NULL;
+}
+
+json_t *eval_result_json(const struct eval_result *r)
+{
+  json_t *o = json_object();
+
+  if (!o)
+    return NULL;
+  json_object_set_new(o, "stage", json_string(eval_stage_name(r->stage)));
+  json_object_set_new(o, "status", json_string(r->status));
+  json_object_set_new(o, "error", json_string(r->error));
+  json_object_set_new(o, "hang_rank", r->hang_rank >= 0
+                                          ? json_integer(r->hang_rank)
+                                          : json_null());
+  json_object_set_new(o, "directives",
+                      r->directives ? json_incref(r->directives)
+                                    : json_null());
+  json_object_set_new(o, "metrics",
+                      r->metrics ? json_incref(r->metrics) : json_object());
+  if (r->has_score) {
+    json_object_set_new(o, "median_ms", json_real(r->median_ms));
+    json_object_set_new(o, "noise_ms", json_real(r->noise_ms));
+    json_object_set_new(o, "score", json_real(r->score));
+  } else {
+    json_object_set_new(o, "median_ms", json_null());
+    json_object_set_new(o, "noise_ms", json_null());
+    json_object_set_new(o, "score", json_null());
+  }
+  json_object_set_new(o, "protocol_test", json_boolean(r->protocol_test));
+  json_object_set_new(o, "build_s", json_real(r->build_s));
+  json_object_set_new(o, "verify_s", json_real(r->verify_s));
+  json_object_set_new(o, "bench_s", json_real(r->bench_s));
+  return o;
+}

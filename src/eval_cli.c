@@ -1,0 +1,322 @@
+/* eval_cli.c - `cuco eval`: the cascade from the command line. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build.h"
+#include "candidate.h"
+#include "cmd.h"
+#include "config.h"
+#include "doctor.h"
+#include "eval.h"
+#include "eval_int.h"
+#include "toolchain.h"
+#include "workload.h"
+
+struct cli {
+  FILE *out; /* progress goes here (stderr with --json) */
+  const char *label;
+};
+
+static void on_progress(void *ud, enum eval_stage st, int ok,
+                        const char *verdict)
+{
+  struct cli *c = ud;
+
+  fprintf(c->out, "  %-7s %s%s\n", eval_stage_name(st), ok ? "" : "FAIL ",
+          verdict);
+  fflush(c->out);
+}
+
+static void save_logs(const char *dir, const struct eval_result *r)
+{
+  char p[WORKLOAD_PATH + 32];
+  struct err e;
+  json_t *j = eval_result_json(r);
+
+  if (build_mkdirs(dir, &e))
+    fprintf(stderr, "cuco eval: %s\n", e.msg);
+  snprintf(p, sizeof(p), "%s/build.log", dir);
+  if (r->build_log && eval_write_text(p, r->build_log, &e))
+    fprintf(stderr, "cuco eval: %s\n", e.msg);
+  snprintf(p, sizeof(p), "%s/run.log", dir);
+  if (r->verify_log && eval_write_text(p, r->verify_log, &e))
+    fprintf(stderr, "cuco eval: %s\n", e.msg);
+  snprintf(p, sizeof(p), "%s/eval.json", dir);
+  if (j && json_dump_file(j, p, JSON_INDENT(2)))
+    fprintf(stderr, "cuco eval: cannot write %s\n", p);
+  json_decref(j);
+}
+
+/* Evaluate one implementation; 0 ok, 1 failed verdict, <0 error. */
+static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
+                    const char *name, int candidate, const char *outdir,
+                    json_t *all, struct err *e)
+{
+  char wd[WORKLOAD_PATH];
+  struct eval_result r;
+  char *code;
+  int rc;
+
+  code = eval_read_text(path, CANDIDATE_MAX_BYTES * 2, e);
+  if (!code)
+    return ERR_IO;
+  o->impl_name = name;
+  o->device_candidate = candidate;
+  if (outdir) {
+    snprintf(wd, sizeof(wd), "%s/%.*s", outdir,
+             (int)(strrchr(name, '.') ? strrchr(name, '.') - name
+                                      : (long)strlen(name)),
+             name);
+    o->work_dir = wd;
+  }
+  fprintf(c->out, "%s: %s (%s)\n", o->wl->name, name,
+          candidate ? "candidate" : "baseline");
+  rc = eval_candidate(o, code, &r, e);
+  free(code);
+  if (rc == 0) {
+    json_t *j = eval_result_json(&r);
+    if (!strcmp(r.status, "ok"))
+      fprintf(c->out, "%s: ok%s", name,
+              o->compile_only ? " (compiled)" : "");
+    else
+      fprintf(c->out, "%s: %s at %s: %s", name, r.status,
+              eval_stage_name(r.stage), r.error);
+    if (r.has_score)
+      fprintf(c->out, "; median %.4g ms, noise %.2g ms, score %.4g",
+              r.median_ms, r.noise_ms, r.score);
+    fputc('\n', c->out);
+    if (outdir)
+      save_logs(wd, &r);
+    if (j) {
+      json_object_set_new(j, "impl", json_string(name));
+      json_object_set_new(j, "workload", json_string(o->wl->name));
+      json_array_append_new(all, j);
+    }
+    rc = strcmp(r.status, "ok") ? 1 : 0;
+  }
+  eval_result_release(&r);
+  return rc;
+}
+
+int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
+{
+  static const struct option opts[] = {
+      {"candidate", required_argument, NULL, 'c'},
+      {"impl", required_argument, NULL, 'i'},
+      {"ranks", required_argument, NULL, 'r'},
+      {"vranks", required_argument, NULL, 'V'},
+      {"sizes", required_argument, NULL, 's'},
+      {"compile-only", no_argument, NULL, 'C'},
+      {"no-bench", no_argument, NULL, 'B'},
+      {"out", required_argument, NULL, 'o'},
+      {"json", no_argument, NULL, 'j'},
+      {"timeout", required_argument, NULL, 't'},
+      {"build-timeout", required_argument, NULL, 'T'},
+      {"gpus", required_argument, NULL, 'g'},
+      {"seed", required_argument, NULL, 'S'},
+      {"cheats", no_argument, NULL, 'X'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  struct eval_opts o = {0};
+  struct toolchain tc;
+  struct workload *w = calloc(1, sizeof(*w));
+  struct cli c = {stdout, NULL};
+  struct err e = {0, ""};
+  const char *cand = NULL, *impl = NULL, *outdir = NULL;
+  json_t *machine = NULL, *all = json_array();
+  int opt, json = 0, cheats = 0, rc = CMD_FAIL, failed = 0;
+  long lv;
+  double dv;
+
+  if (!w || !all) {
+    free(w);
+    json_decref(all);
+    fprintf(stderr, "cuco eval: out of memory\n");
+    return CMD_FAIL;
+  }
+  while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (opt) {
+    case 'c':
+      cand = optarg;
+      break;
+    case 'i':
+      impl = optarg;
+      break;
+    case 'r':
+    case 'V':
+      if (config_parse_long(optarg, &lv) || lv < (opt == 'r' ? 1 : 2) ||
+          lv > 64) {
+        rc = cmd_bad_usage(ctx, "--%s: '%s' is not a rank count",
+                           opt == 'r' ? "ranks" : "vranks", optarg);
+        goto out;
+      }
+      if (opt == 'r')
+        o.ranks = (int)lv;
+      else
+        o.vranks = (int)lv;
+      break;
+    case 's':
+      o.sizes = optarg;
+      break;
+    case 'C':
+      o.compile_only = 1;
+      break;
+    case 'B':
+      o.skip_bench = 1;
+      break;
+    case 'o':
+      outdir = optarg;
+      break;
+    case 'j':
+      json = 1;
+      break;
+    case 't':
+    case 'T':
+      if (config_parse_double(optarg, &dv) || !(dv > 0) || dv > 86400) {
+        rc = cmd_bad_usage(ctx, "--%s: '%s' is not a number of seconds",
+                           opt == 't' ? "timeout" : "build-timeout", optarg);
+        goto out;
+      }
+      if (opt == 't')
+        o.run_timeout_s = dv;
+      else
+        o.build_timeout_s = dv;
+      break;
+    case 'g':
+      if (!*optarg || strspn(optarg, "0123456789,") != strlen(optarg)) {
+        rc = cmd_bad_usage(ctx, "--gpus: '%s' is not a list of device "
+                           "numbers", optarg);
+        goto out;
+      }
+      o.gpus = optarg;
+      break;
+    case 'S':
+      if (config_parse_long(optarg, &lv) || lv < 1) {
+        rc = cmd_bad_usage(ctx, "--seed: '%s' is not a positive integer",
+                           optarg);
+        goto out;
+      }
+      o.seed = (unsigned long)lv;
+      break;
+    case 'X':
+      cheats = 1;
+      break;
+    case 'h':
+      rc = cmd_usage(ctx, 1);
+      goto out;
+    default:
+      rc = cmd_usage(ctx, 0);
+      goto out;
+    }
+  }
+  if (optind != argc - 1) {
+    rc = cmd_bad_usage(ctx, "give exactly one WORKLOAD folder");
+    goto out;
+  }
+  if ((cand && impl) || (cheats && (cand || impl))) {
+    rc = cmd_bad_usage(ctx, "--candidate, --impl and --cheats exclude each "
+                       "other");
+    goto out;
+  }
+  if (json)
+    c.out = stderr;
+  if (workload_load(argv[optind], w, &e)) {
+    fprintf(stderr, "cuco eval: %s\n", e.msg);
+    goto out;
+  }
+  o.wl = w;
+  o.progress = on_progress;
+  o.progress_ud = &c;
+  o.runtime_dir = config_get(ctx->cfg, "build", "runtime_dir", NULL);
+  if (w->kind == WORKLOAD_RUNTIME) {
+    if (tc_probe(ctx->cfg, &tc, &e)) {
+      fprintf(stderr, "cuco eval: %s\n", e.msg);
+      goto out;
+    }
+    o.tc = &tc;
+    if (!o.compile_only) {
+      machine = doctor_probe(ctx->cfg, &e);
+      if (!machine) {
+        fprintf(stderr, "cuco eval: machine probe: %s\n", e.msg);
+        goto out;
+      }
+      o.machine = machine;
+    }
+  }
+  if (cheats) {
+    int n = 0, nf = 0;
+    o.work_dir = outdir;
+    fprintf(c.out, "%s: cheat suite%s\n", w->name,
+            o.compile_only ? " (compile only)" : "");
+    if (eval_cheats(&o, &n, &nf, &e)) {
+      fprintf(stderr, "cuco eval: %s\n", e.msg);
+      goto out;
+    }
+    fprintf(c.out, "cheats: %d of %d caught as expected\n", n - nf, n);
+    rc = nf ? CMD_FAIL : CMD_OK;
+    goto out;
+  }
+  if (cand) {
+    const char *base = strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand;
+    failed = eval_one(&o, &c, cand, base, 1, outdir, all, &e);
+  } else {
+    char path[WORKLOAD_PATH + 200];
+    int i, n = 0;
+    const char *list[WORKLOAD_MAX_FILES + 1];
+    int is_cand[WORKLOAD_MAX_FILES + 1];
+    if (!impl || !strcmp(impl, w->seed)) {
+      list[n] = w->seed;
+      is_cand[n++] = 1;
+    } else if (!strcmp(impl, "all")) {
+      for (i = 0; i < w->nbaselines; i++) {
+        list[n] = w->baselines[i];
+        is_cand[n++] = 0;
+      }
+      list[n] = w->seed;
+      is_cand[n++] = 1;
+    } else {
+      for (i = 0; i < w->nbaselines; i++)
+        if (!strcmp(impl, w->baselines[i])) {
+          list[n] = w->baselines[i];
+          is_cand[n++] = 0;
+        }
+      if (!n) {
+        rc = cmd_bad_usage(ctx, "--impl: '%s' is not the seed or a baseline "
+                           "of %s (or 'all')", impl, w->name);
+        goto out;
+      }
+    }
+    for (i = 0; i < n; i++) {
+      int r1;
+      snprintf(path, sizeof(path), "%s/%s", w->dir, list[i]);
+      r1 = eval_one(&o, &c, path, list[i], is_cand[i], outdir, all, &e);
+      if (r1 < 0) {
+        failed = r1;
+        break;
+      }
+      failed |= r1;
+    }
+  }
+  if (failed < 0) {
+    fprintf(stderr, "cuco eval: %s\n", e.msg);
+    rc = e.code == ERR_USAGE ? CMD_USAGE : CMD_FAIL;
+    goto out;
+  }
+  if (json) {
+    char *s = json_dumps(json_array_size(all) == 1 ? json_array_get(all, 0)
+                                                   : all,
+                         JSON_INDENT(2));
+    if (s)
+      printf("%s\n", s);
+    free(s);
+  }
+  rc = failed ? CMD_FAIL : CMD_OK;
+out:
+  json_decref(machine);
+  json_decref(all);
+  free(w);
+  return rc;
+}

@@ -1,0 +1,318 @@
+/* eval_ff.c - freeform runs and the cheat suite; see eval.h. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "build.h"
+#include "buf.h"
+#include "candidate.h"
+#include "eval.h"
+#include "eval_int.h"
+#include "proc.h"
+#include "workload.h"
+
+#define FF_OUT_MAX (1u << 20)
+
+double eval_now(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The last stdout line that starts with '{', parsed. */
+static json_t *last_json_line(const char *out, char *why, size_t n)
+{
+  const char *p = out, *last = NULL;
+  json_error_t je;
+  json_t *j;
+
+  while (*p) {
+    size_t len = strcspn(p, "\n");
+    size_t i = 0;
+    while (i < len && (p[i] == ' ' || p[i] == '\t'))
+      i++;
+    if (i < len && p[i] == '{')
+      last = p + i;
+    p += len;
+    p += *p ? 1 : 0;
+  }
+  if (!last) {
+    snprintf(why, n, "the program printed no JSON metrics line");
+    return NULL;
+  }
+  j = json_loadb(last, strcspn(last, "\n"), JSON_REJECT_DUPLICATES, &je);
+  if (!j || !json_is_object(j)) {
+    snprintf(why, n, "metrics line is not a JSON object: %s",
+             j ? "not an object" : je.text);
+    json_decref(j);
+    return NULL;
+  }
+  return j;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+
+  return x < y ? -1 : x > y;
+}
+
+/* One run of the program. 0 ok (*met set), 1 candidate failure. */
+static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
+                   const struct workload_size *s, const char *mode,
+                   struct eval_result *r, json_t **met, double *val,
+                   struct err *e)
+{
+  enum eval_stage st = !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY
+                                               : EVAL_STAGE_BENCH;
+  struct build_vars v = {0};
+  struct proc_opts po = {0};
+  struct proc_result pr;
+  char seed_s[32], outp[WORKLOAD_PATH + 32], how[128], why[256];
+  char **argv, **env;
+  json_t *j, *ok;
+  int rc;
+
+  *met = NULL;
+  snprintf(seed_s, sizeof(seed_s), "%lu", o->seed ? o->seed : 1234UL);
+  snprintf(outp, sizeof(outp), "%s/metrics.json", x->work_dir);
+  v.src = x->src_path;
+  v.bin = x->bin_path;
+  v.dir = o->wl->dir;
+  v.work = x->work_dir;
+  v.params = s->params;
+  v.size = s->name;
+  v.mode = mode;
+  v.seed = seed_s;
+  v.out = outp;
+  argv = build_template_argv(o->wl->ff_run, &v, e);
+  if (!argv)
+    return err_wrap(e, "%s [freeform] run", o->wl->ini_path);
+  env = proc_env_new(proc_env_default_allow, NULL);
+  po.argv = (const char *const *)argv;
+  po.envp = (const char *const *)env;
+  po.cwd = x->work_dir;
+  po.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
+  po.out_max = FF_OUT_MAX;
+  po.err_max = EVAL_LOG_MAX;
+  rc = proc_run(&po, &pr, e);
+  build_argv_free(argv);
+  proc_env_free(env);
+  if (rc)
+    return rc;
+  {
+    char head[200];
+    snprintf(head, sizeof(head), "=== %s %s (%s): %s ===\n", mode, s->name,
+             s->params, proc_describe(&pr, how, sizeof(how)));
+    eval_log_append(&r->verify_log, head);
+    eval_log_append(&r->verify_log, buf_str(&pr.out));
+    eval_log_append(&r->verify_log, buf_str(&pr.err));
+  }
+  if (!proc_ok(&pr)) {
+    const char *t = buf_str(&pr.err);
+    size_t tl = strlen(t), b;
+    while (tl && (t[tl - 1] == '\n' || t[tl - 1] == ' '))
+      tl--;
+    b = tl;
+    while (b && t[b - 1] != '\n')
+      b--;
+    if (pr.outcome == PROC_TIMEDOUT)
+      r->hang_rank = 0;
+    eval_fail(r, o, st, "failed", "size %s: %s%s%s%.*s", s->name,
+              pr.outcome == PROC_TIMEDOUT ? "hang: " : "",
+              proc_describe(&pr, how, sizeof(how)), tl > b ? ": " : "",
+              (int)(tl - b > 200 ? 200 : tl - b), t + b);
+    proc_result_release(&pr);
+    return 1;
+  }
+  j = last_json_line(buf_str(&pr.out), why, sizeof(why));
+  proc_result_release(&pr);
+  if (!j) {
+    eval_fail(r, o, st, "failed", "size %s: %s", s->name, why);
+    return 1;
+  }
+  ok = json_object_get(j, "ok");
+  if (ok && !json_is_true(ok)) {
+    const char *er = json_string_value(json_object_get(j, "error"));
+    eval_fail(r, o, st, "failed",
+              "size %s: verification failed (the program's own check)%s%s",
+              s->name, er ? ": " : "", er ? er : "");
+    json_decref(j);
+    return 1;
+  }
+  *val = json_number_value(json_object_get(j, o->wl->ff_metric));
+  if (!json_is_number(json_object_get(j, o->wl->ff_metric)) || !(*val > 0)) {
+    eval_fail(r, o, st, "failed", "size %s: metrics line has no positive "
+              "'%s'", s->name, o->wl->ff_metric);
+    json_decref(j);
+    return 1;
+  }
+  *met = j;
+  return 0;
+}
+
+int eval_ff_run(const struct eval_opts *o, struct eval_ctx *x,
+                const struct workload_size *s, const char *mode,
+                struct eval_result *r, json_t **out, struct err *e)
+{
+  int reps = !strcmp(mode, "bench") ? o->wl->ff_repeat : 1, i, rc;
+  double vals[64];
+  json_t *last = NULL, *samples = json_array(), *res;
+
+  *out = NULL;
+  if (reps > 64)
+    reps = 64;
+  for (i = 0; i < reps; i++) {
+    json_t *met = NULL;
+    rc = ff_once(o, x, s, mode, r, &met, &vals[i], e);
+    if (rc) {
+      json_decref(samples);
+      json_decref(last);
+      return rc;
+    }
+    json_array_append_new(samples, json_real(vals[i]));
+    json_decref(last);
+    last = met;
+  }
+  res = json_object();
+  json_object_set_new(res, "mode", json_string(mode));
+  json_object_set_new(res, "params", json_string(s->params));
+  json_object_set_new(res, "verified_by", json_string("program"));
+  json_object_set(res, "last", last);
+  json_decref(last);
+  if (!strcmp(mode, "bench")) {
+    qsort(vals, (size_t)reps, sizeof(double), cmp_d);
+    json_object_set_new(res, "samples_ms", samples);
+    json_object_set_new(res, "median_ms",
+                        json_real(reps % 2 ? vals[reps / 2]
+                                           : (vals[reps / 2 - 1] +
+                                              vals[reps / 2]) /
+                                                 2));
+    /* min..max of the runs: with 5 runs it holds the median with
+     * probability 1 - 2/32 = 94%. */
+    json_object_set_new(res, "ci95_lo_ms", json_real(vals[0]));
+    json_object_set_new(res, "ci95_hi_ms", json_real(vals[reps - 1]));
+    json_object_set_new(res, "runs", json_integer(reps));
+  } else {
+    json_decref(samples);
+  }
+  *out = res;
+  return 0;
+}
+
+/* ---- the cheat suite ---- */
+
+static int cmp_s(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "// CUCO-EXPECT-REJECT: verify stale flags" -> stage + words. */
+static int expect_line(const char *code, int *stage, char *words, size_t n)
+{
+  const char *p = strstr(code, "CUCO-EXPECT-REJECT:");
+  char st[32];
+  size_t len;
+
+  if (!p)
+    return -1;
+  p += strlen("CUCO-EXPECT-REJECT:");
+  p += strspn(p, " \t");
+  len = strcspn(p, " \t\n");
+  snprintf(st, sizeof(st), "%.*s", (int)(len < 31 ? len : 31), p);
+  *stage = eval_stage_parse(st);
+  p += len;
+  p += strspn(p, " \t");
+  snprintf(words, n, "%.*s", (int)strcspn(p, "\n"), p);
+  return *stage < 0 || *stage >= EVAL_STAGE_DONE ? -1 : 0;
+}
+
+int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
+                struct err *e)
+{
+  char dir[WORKLOAD_PATH + 16], *names[256];
+  struct dirent *de;
+  DIR *d;
+  int n = 0, i, rc = 0;
+
+  *ncheats = *failures = 0;
+  snprintf(dir, sizeof(dir), "%s/cheats", o->wl->dir);
+  d = opendir(dir);
+  if (!d)
+    return err_set(e, ERR_NOTFOUND, "%s: %s", dir, strerror(errno));
+  while ((de = readdir(d)) && n < 256) {
+    size_t l = strlen(de->d_name);
+    if (l > 3 && !strcmp(de->d_name + l - 3, ".cu"))
+      names[n++] = strdup(de->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)n, sizeof(char *), cmp_s);
+  for (i = 0; i < n && rc == 0; i++) {
+    char path[WORKLOAD_PATH + 300], words[200], line[480], wd[WORKLOAD_PATH];
+    struct eval_opts co = *o;
+    struct eval_result r;
+    struct err ce = {0, ""};
+    char *code;
+    int want, caught;
+    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+    (*ncheats)++;
+    code = eval_read_text(path, CANDIDATE_MAX_BYTES * 2, &ce);
+    if (!code || expect_line(code, &want, words, sizeof(words))) {
+      (*failures)++;
+      if (o->progress)
+        o->progress(o->progress_ud, EVAL_STAGE_STATIC, 0,
+                    code ? "no valid '// CUCO-EXPECT-REJECT: STAGE words' "
+                           "line"
+                         : ce.msg);
+      free(code);
+      continue;
+    }
+    co.device_candidate = 1;
+    co.impl_name = names[i];
+    co.progress = NULL;
+    if (o->work_dir) {
+      snprintf(wd, sizeof(wd), "%s/cheats/%.*s", o->work_dir,
+               (int)(strlen(names[i]) - 3), names[i]);
+      co.work_dir = wd;
+    }
+    rc = eval_candidate(&co, code, &r, e);
+    free(code);
+    if (rc) {
+      eval_result_release(&r);
+      break;
+    }
+    if (!strcmp(r.status, "ok") && o->compile_only &&
+        want > (int)EVAL_STAGE_BUILD) {
+      caught = 1;
+      snprintf(line, sizeof(line),
+               "%s: compiled; its rejection at %s (%s) needs a GPU run",
+               names[i], eval_stage_name((enum eval_stage)want), words);
+    } else if (strcmp(r.status, "ok") && (int)r.stage == want) {
+      caught = 1;
+      snprintf(line, sizeof(line), "%s: rejected at %s as expected (%s)",
+               names[i], eval_stage_name(r.stage), r.error);
+    } else {
+      caught = 0;
+      snprintf(line, sizeof(line), "%s: NOT caught as expected at %s (%s): "
+               "%s%s %s",
+               names[i], eval_stage_name((enum eval_stage)want), words,
+               strcmp(r.status, "ok") ? "stopped at " : "it passed",
+               strcmp(r.status, "ok") ? eval_stage_name(r.stage) : "",
+               r.error);
+    }
+    if (!caught)
+      (*failures)++;
+    if (o->progress)
+      o->progress(o->progress_ud, r.stage, caught, line);
+    eval_result_release(&r);
+  }
+  for (i = 0; i < n; i++)
+    free(names[i]);
+  return rc;
+}

@@ -1,0 +1,52 @@
+/* eval_int.h - what eval.c, eval_ff.c and eval_cli.c share (not an API
+ * for other modules). */
+#ifndef CUCO_EVAL_INT_H
+#define CUCO_EVAL_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "err.h"
+#include "eval.h"
+#include "workload.h"
+
+/* Paths and sizes of one evaluation. */
+struct eval_ctx {
+  char work_dir[WORKLOAD_PATH];
+  int temp; /* work_dir is ours to remove */
+  char src_path[WORKLOAD_PATH + 200];
+  char bin_path[WORKLOAD_PATH + 200];
+  char cache_dir[WORKLOAD_PATH];
+  char runtime_dir[WORKLOAD_PATH];
+  char machine_path[WORKLOAD_PATH + 32];
+  char lib_dirs[2 * WORKLOAD_PATH + 2];
+  int ranks;
+  int nv, nb;
+  struct workload_size vsizes[WORKLOAD_MAX_SIZES];
+  struct workload_size bsizes[WORKLOAD_MAX_SIZES];
+};
+
+/* Read a text file of at most cap bytes (no NUL bytes); caller frees. */
+char *eval_read_text(const char *path, size_t cap, struct err *e);
+int eval_write_text(const char *path, const char *text,
+                    struct err *e) WARN_UNUSED;
+/* Remove a directory tree (best effort). */
+void eval_rmtree(const char *dir);
+double eval_now(void);
+
+/* Record a failed stage ("STAGE: message") and report it. */
+void eval_fail(struct eval_result *r, const struct eval_opts *o,
+               enum eval_stage st, const char *status, const char *fmt, ...)
+    PRINTF_LIKE(5, 6);
+void eval_pass(const struct eval_opts *o, enum eval_stage st, const char *fmt,
+               ...) PRINTF_LIKE(3, 4);
+void eval_log_append(char **log, const char *text);
+
+/* One freeform run (verify: once; bench: [freeform] repeat times) of one
+ * size.  0 passed (*out = its metrics), 1 failed (verdict set), <0
+ * internal error. */
+int eval_ff_run(const struct eval_opts *o, struct eval_ctx *x,
+                const struct workload_size *s, const char *mode,
+                struct eval_result *r, json_t **out, struct err *e);
+
+#endif
