@@ -504,6 +504,58 @@ static int do_launch(struct ctx *c, size_t t, size_t fbody, int func)
   return 0;
 }
 
+/* Library and runtime helpers that never move a collective's data. */
+static int skip_external(const char *name)
+{
+  static const char *const skip[] = {
+      "free",        "malloc",      "calloc",
+      "realloc",     "memset",      "memcpy",
+      "printf",      "fprintf",     "snprintf",
+      "strcmp",      "rt_fail",     "rt_alloc",
+      "rt_get_user", "rt_set_user", "rt_buffer",
+      "rt_stream",   "rt_comm",     "rt_window",
+      "wl_param",    "static_cast", "reinterpret_cast",
+      "const_cast",  "dim3",        "min",
+      "max"};
+  size_t k;
+  for (k = 0; k < sizeof(skip) / sizeof(skip[0]); k++)
+    if (!strcmp(name, skip[k]))
+      return 1;
+  return 0;
+}
+
+/* A call of a function defined elsewhere (e.g. a GEMM helper in a
+ * header): its buffer arguments are read; a GEMM-like name also writes
+ * them (assumed).  Dropped later unless it meets a collective's buffer. */
+static int do_external(struct ctx *c, size_t t, int func)
+{
+  size_t st[ANALYZE_MAX_ARGS], en[ANALYZE_MAX_ARGS];
+  char key[ANALYZE_TEXT];
+  struct analyze_op *op;
+  int k, gemm;
+
+  {
+    char nm[64];
+    cutok_text(c->l, t, nm, sizeof(nm));
+    gemm = strstr(nm, "gemm") || strstr(nm, "Gemm") || strstr(nm, "matmul") ||
+           strstr(nm, "Matmul") || strstr(nm, "GEMM");
+  }
+  op = new_op(c, gemm ? ANALYZE_GEMM : ANALYZE_CALL, t, func);
+  if (!op)
+    return c->e->code;
+  op->external = 1;
+  snprintf(op->category, sizeof(op->category), "%s", gemm ? "gemm" : "call");
+  fill_args(c, op, t + 1, st, en);
+  for (k = 0; k < op->nargs; k++) {
+    buffer_key(c->l, st[k], en[k], key, sizeof(key));
+    add_key(op->reads, &op->nreads, key);
+    if (gemm)
+      add_key(op->writes, &op->nwrites, key);
+  }
+  op->writes_assumed = gemm;
+  return 0;
+}
+
 static int scan_body(struct ctx *c, size_t open, int func)
 {
   const struct cutok_list *l = c->l;
@@ -540,6 +592,8 @@ static int scan_body(struct ctx *c, size_t open, int func)
           return c->e->code;
         snprintf(op->category, sizeof(op->category), "call");
         fill_args(c, op, i + 1, st, en);
+      } else if (fi < 0 && !is_keyword(l, i) && !skip_external(name)) {
+        rc = do_external(c, i, func);
       }
     }
   }
@@ -702,10 +756,12 @@ static int function_head(const struct cutok_list *l, size_t b,
   f->line = l->v[name].line;
   f->col = l->v[name].col;
   f->end_line = l->v[l->v[b].match].line;
+  f->start_line = f->line;
   for (k = name; k-- > 0;) {
     if (tok_is(l, k, ";") || tok_is(l, k, "}") || tok_is(l, k, "{") ||
         l->v[k].kind == CUTOK_PP)
       break;
+    f->start_line = l->v[k].line;
     if (tok_is(l, k, "__global__"))
       f->is_kernel = 1;
   }
@@ -783,7 +839,8 @@ static int is_comm(const struct analyze_op *o)
 
 static int is_producer(const struct analyze_op *o)
 {
-  return o->kind == ANALYZE_LAUNCH || o->kind == ANALYZE_GEMM ||
+  return o->kind == ANALYZE_LAUNCH ||
+         (o->kind == ANALYZE_GEMM && (!o->external || o->writes_assumed)) ||
          o->kind == ANALYZE_COPY || is_comm(o);
 }
 
@@ -800,7 +857,7 @@ static int dataflow(struct analyze_report *r)
     for (k = 0; k < o->nreads; k++) {
       long same = -1, other = -1, best;
       if (!is_comm(o) && o->kind != ANALYZE_LAUNCH &&
-          o->kind != ANALYZE_GEMM && o->kind != ANALYZE_COPY)
+          o->kind != ANALYZE_GEMM && o->kind != ANALYZE_COPY && !o->external)
         break;
       for (p = 0; p < r->nops; p++) {
         const struct analyze_op *w = &r->ops[p];
@@ -825,6 +882,30 @@ static int dataflow(struct analyze_report *r)
     }
   }
   return 0;
+}
+
+/* Remove external calls that met no collective's buffer; renumber. */
+static void drop_unused_external(struct analyze_report *r)
+{
+  size_t i, j = 0, f;
+  long *map = malloc((r->nops + 1) * sizeof(long));
+
+  if (!map)
+    return; /* keeping them is harmless */
+  for (i = 0; i < r->nops; i++) {
+    int used = !r->ops[i].external;
+    for (f = 0; !used && f < r->nflows; f++)
+      used = r->flows[f].producer == (int)i || r->flows[f].consumer == (int)i;
+    map[i] = used ? (long)j : -1;
+    if (used)
+      r->ops[j++] = r->ops[i];
+  }
+  r->nops = j;
+  for (f = 0; f < r->nflows; f++) {
+    r->flows[f].producer = (int)map[r->flows[f].producer];
+    r->flows[f].consumer = (int)map[r->flows[f].consumer];
+  }
+  free(map);
 }
 
 struct analyze_report *analyze_source(const char *name, const char *src,
@@ -857,6 +938,7 @@ struct analyze_report *analyze_source(const char *name, const char *src,
     err_set(e, ERR_NOMEM, "out of memory");
     goto fail;
   }
+  drop_unused_external(r);
   cutok_release(&l);
   return r;
 fail:

@@ -53,12 +53,15 @@ struct analyze_op {
   char writes[ANALYZE_MAX_BUFS][ANALYZE_TEXT]; /* buffer keys */
   int writes_assumed; /* launch of a kernel not defined here: all args */
   int group;          /* ncclGroupStart/End id (1-based), 0 = not grouped */
+  int external;       /* a function not defined in this file, kept only when it
+                         consumes or produces a buffer of a collective */
 };
 
 struct analyze_func {
   char name[96];
   int line, col, end_line;
-  int is_kernel; /* __global__ */
+  int start_line; /* first line of the definition (template, qualifiers) */
+  int is_kernel;  /* __global__ */
   int nparams;
   char params[ANALYZE_MAX_ARGS][64];
   int param_written[ANALYZE_MAX_ARGS]; /* kernels: stored through */

@@ -10,6 +10,7 @@
 #include "analyze.h"
 #include "cmd.h"
 #include "log.h"
+#include "transform.h"
 
 /* The template implementation: compiled against runtime/ in the tests. */
 static const char tpl_baseline[] =
@@ -310,13 +311,32 @@ static int make_readme(struct buf *o, const char *name, const char *from,
   return buf_error(o);
 }
 
+/* workload.ini must name an existing seed: until `cuco transform` writes
+ * the real one, seed.cu is the baseline under a placeholder marker. */
+static int write_placeholder_seed(const char *dir, const char *src, size_t len,
+                                  struct err *e)
+{
+  struct buf b = BUF_INIT(16u << 20);
+  int rc;
+
+  buf_puts(&b, TRANSFORM_PLACEHOLDER
+           " `cuco init` wrote this copy of baseline.cu so the\n"
+           "// folder loads; `cuco transform` replaces it with the "
+           "device-initiated seed.\n");
+  buf_append(&b, src, len);
+  rc = buf_error(&b) ? err_set(e, ERR_NOMEM, "out of memory")
+                     : write_file(dir, "seed.cu", buf_str(&b), b.len, e);
+  buf_release(&b);
+  return rc;
+}
+
 /* Create dir (one level) or accept an existing one that is empty, or any
  * existing one with force. */
 static int prepare_dir(const char *dir, int force, struct err *e)
 {
   struct stat sb;
   static const char *const ours[] = {"workload.ini", "baseline.cu",
-                                     "reference.cu", "README.md"};
+                                     "reference.cu", "README.md", "seed.cu"};
   size_t k;
 
   if (mkdir(dir, 0777) == 0)
@@ -431,10 +451,12 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
   if (prepare_dir(dir, force, &e) ||
       write_file(dir, "baseline.cu", src, srclen, &e) ||
       (ref && write_file(dir, "reference.cu", ref, reflen, &e)) ||
+      write_placeholder_seed(dir, src, srclen, &e) ||
       write_file(dir, "workload.ini", buf_str(&ini), ini.len, &e) ||
       write_file(dir, "README.md", buf_str(&readme), readme.len, &e))
     goto fail;
-  printf("created %s: workload.ini, baseline.cu%s, README.md (%s, %zu host "
+  printf("created %s: workload.ini, baseline.cu%s, seed.cu (placeholder), "
+         "README.md (%s, %zu host "
          "collectives)\n",
          dir, ref ? ", reference.cu" : "",
          runtime_kind ? "runtime ABI" : "free-form",

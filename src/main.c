@@ -38,6 +38,32 @@ static const struct cmd commands[] = {
      "expanded.\n"
      "\n"
      "  --json      print the report as JSON\n"},
+    {"transform", cmd_transform,
+     "turn a host-driven baseline into a device-initiated seed (LLM)",
+     "usage: cuco transform WORKLOAD [--llm NAME] [--max-iters N]\n"
+     "                      [--out FILE] [--work DIR] [--ranks N]\n"
+     "                      [--budget USD] [--compile-only]\n"
+     "\n"
+     "An LLM loop in two stages: (1) communication infrastructure\n"
+     "(symmetric windows, device communicator, barriers), (2) every host\n"
+     "collective replaced by device-initiated communication (NCCL device\n"
+     "API), conservative design first (placement=deferred sync=global\n"
+     "issuer=cta, one coarse chunk).  Each attempt is checked statically,\n"
+     "built and, where a GPU exists, verified on the small sizes (else\n"
+     "compiled only, and said so); a failure is diagnosed by an LLM judge\n"
+     "and the diagnosis feeds the next attempt.  The result gets EVOLVE\n"
+     "blocks (LLM, else by rule) and is checked again.  Every prompt,\n"
+     "answer and verdict is kept in the work folder.\n"
+     "\n"
+     "  --llm NAME      the model ([model.NAME]; default: the first)\n"
+     "  --max-iters N   generation attempts over both stages\n"
+     "                  (default [transform] max_iters, else 8)\n"
+     "  --out FILE      where the seed goes (default WORK/seed.cu)\n"
+     "  --work DIR      prompts, answers, verdicts, llm_calls.jsonl\n"
+     "                  (default WORKLOAD/transform)\n"
+     "  --ranks N       ranks for verification (default: the smallest)\n"
+     "  --budget USD    LLM budget (default [transform] budget_usd)\n"
+     "  --compile-only  never run candidates, even with a GPU\n"},
     {"init", cmd_init, "scaffold a workload folder",
      "usage: cuco init DIR [--from FILE.cu] [--name NAME] [--force]\n"
      "\n"
@@ -49,7 +75,8 @@ static const struct cmd commands[] = {
      "non-empty DIR is refused unless --force (files are then replaced,\n"
      "others kept).\n"},
     {"eval", cmd_eval, "evaluate a candidate: static, build, verify, bench",
-     "usage: cuco eval WORKLOAD [--candidate FILE | --impl NAME|all | --cheats]\n"
+     "usage: cuco eval WORKLOAD [--candidate FILE | --impl NAME|all | "
+     "--cheats]\n"
      "                 [--ranks N] [--vranks R] [--sizes LIST] [--gpus LIST]\n"
      "                 [--compile-only] [--no-bench] [--out DIR] [--json]\n"
      "                 [--timeout S] [--build-timeout S] [--seed N]\n"
@@ -66,7 +93,8 @@ static const struct cmd commands[] = {
      "                    stage its CUCO-EXPECT-REJECT line names\n"
      "  --ranks N         rank processes (default: the workload's smallest)\n"
      "  --vranks R        R virtual ranks on one GPU (protocol test only)\n"
-     "  --sizes LIST      size names or shapes: small_a,M=4104,K=8192,N=28680\n"
+     "  --sizes LIST      size names or shapes: "
+     "small_a,M=4104,K=8192,N=28680\n"
      "  --gpus LIST       CUDA devices for the ranks, e.g. 0,1\n"
      "  --compile-only    build objects only (no GPU, no NCCL library)\n"
      "  --no-bench        stop after verify\n"
