@@ -20,8 +20,8 @@
 #include "toolchain.h"
 #include "workload.h"
 
-static const char *const stage_names[] = {"static", "build", "verify", "bench",
-                                          "done"};
+static const char *const stage_names[] = {"static", "build", "verify",
+                                          "bench", "done"};
 
 const char *eval_stage_name(enum eval_stage s)
 {
@@ -248,8 +248,8 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
 /* The first failed check of a RESULT.json, as words. */
 static void first_failed_check(const json_t *res, char *out, size_t n)
 {
-  const json_t *checks =
-      json_object_get(json_object_get(res, "verify"), "checks");
+  const json_t *checks = json_object_get(json_object_get(res, "verify"),
+                                         "checks");
   size_t i;
 
   *out = '\0';
@@ -257,8 +257,7 @@ static void first_failed_check(const json_t *res, char *out, size_t n)
     const json_t *c = json_array_get(checks, i);
     if (json_is_true(json_object_get(c, "passed")))
       continue;
-    snprintf(out, n,
-             "rank %d output %s (%s): rel_l2 %.3g tol %.3g nan %d "
+    snprintf(out, n, "rank %d output %s (%s): rel_l2 %.3g tol %.3g nan %d "
              "poison %d%s%s",
              (int)json_integer_value(json_object_get(c, "rank")),
              json_string_value(json_object_get(c, "output"))
@@ -286,8 +285,8 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
                     const struct workload_size *s, const char *mode,
                     struct eval_result *r, json_t **out, struct err *e)
 {
-  enum eval_stage st =
-      !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
+  enum eval_stage st = !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY
+                                               : EVAL_STAGE_BENCH;
   const char *args[32];
   char seed_s[32], tol_s[32], vr_s[16], resp[WORKLOAD_PATH + 64];
   struct launch_opts lo = {0};
@@ -358,13 +357,13 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   if (!strcmp(status, "verify_failed") || lr.exit_code == 3) {
     char why[300];
     first_failed_check(lr.result, why, sizeof(why));
-    eval_fail(r, o, st, "failed", "size %s: verification failed: %s", s->name,
-              *why ? why : lr.what);
+    eval_fail(r, o, st, "failed", "size %s: verification failed: %s",
+              s->name, *why ? why : lr.what);
     goto fail;
   }
   if (strcmp(status, "ok") || !lr.all_ok ||
-      !json_is_true(
-          json_object_get(json_object_get(lr.result, "verify"), "passed"))) {
+      !json_is_true(json_object_get(json_object_get(lr.result, "verify"),
+                                    "passed"))) {
     const char *er = json_string_value(json_object_get(lr.result, "error"));
     eval_fail(r, o, st, "failed", "size %s: %s%s%s", s->name,
               er && *er ? er : lr.what, er && *er ? " / " : "",
@@ -387,10 +386,9 @@ fail:
 static json_t *slim(json_t *res)
 {
   json_t *o = json_object();
-  static const char *const keep[] = {
-      "params",        "size",   "nranks", "vranks",
-      "protocol_test", "mode",   "status", "error",
-      "verify",        "timing", NULL};
+  static const char *const keep[] = {"params", "size",  "nranks", "vranks",
+                                     "protocol_test", "mode",  "status",
+                                     "error", "verify", "timing", NULL};
   int i;
 
   for (i = 0; keep[i]; i++) {
@@ -406,8 +404,8 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
                       const struct workload_size *sizes, int n,
                       const char *mode, struct eval_result *r, struct err *e)
 {
-  enum eval_stage st =
-      !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
+  enum eval_stage st = !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY
+                                               : EVAL_STAGE_BENCH;
   json_t *bymode = json_object_get(r->metrics, mode);
   double t0 = eval_now(), logsum = 0, worst_rel = 0;
   int i, rc = 0;
@@ -454,9 +452,8 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
     r->noise_ms = r->median_ms * worst_rel;
     r->score = 1000.0 / r->median_ms;
     r->has_score = !r->protocol_test;
-    eval_pass(o, st,
-              "ok: %d size%s, median %.4g ms (geomean), noise %.2g ms%s", n,
-              n == 1 ? "" : "s", r->median_ms, r->noise_ms,
+    eval_pass(o, st, "ok: %d size%s, median %.4g ms (geomean), noise %.2g ms%s",
+              n, n == 1 ? "" : "s", r->median_ms, r->noise_ms,
               r->protocol_test ? " [protocol test: not performance]" : "");
   } else {
     eval_pass(o, st, "ok: %d size%s passed%s", n, n == 1 ? "" : "s",
@@ -520,8 +517,8 @@ static int prepare(const struct eval_opts *o, struct eval_ctx *x,
     /* the source keeps the seed's extension: gcc and nvcc go by it */
     const char *sext = strrchr(w->seed, '.'), *dot = strrchr(name, '.');
     int stem = (int)(dot ? dot - name : (long)strlen(name));
-    snprintf(x->src_path, sizeof(x->src_path), "%s/%.*s%s", x->work_dir, stem,
-             name, sext ? sext : "");
+    snprintf(x->src_path, sizeof(x->src_path), "%s/%.*s%s", x->work_dir,
+             stem, name, sext ? sext : "");
   }
   snprintf(x->bin_path, sizeof(x->bin_path), "%s/%.*s.bin", x->work_dir,
            (int)(strrchr(name, '.') ? strrchr(name, '.') - name
@@ -641,9 +638,9 @@ json_t *eval_result_json(const struct eval_result *r)
   json_object_set_new(o, "stage", json_string(eval_stage_name(r->stage)));
   json_object_set_new(o, "status", json_string(r->status));
   json_object_set_new(o, "error", json_string(r->error));
-  json_object_set_new(o, "hang_rank",
-                      r->hang_rank >= 0 ? json_integer(r->hang_rank)
-                                        : json_null());
+  json_object_set_new(o, "hang_rank", r->hang_rank >= 0
+                                          ? json_integer(r->hang_rank)
+                                          : json_null());
   json_object_set_new(o, "directives",
                       r->directives ? json_incref(r->directives)
                                     : json_null());

@@ -79,7 +79,8 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
   if (rc == 0) {
     json_t *j = eval_result_json(&r);
     if (!strcmp(r.status, "ok"))
-      fprintf(c->out, "%s: ok%s", name, o->compile_only ? " (compiled)" : "");
+      fprintf(c->out, "%s: ok%s", name,
+              o->compile_only ? " (compiled)" : "");
     else
       fprintf(c->out, "%s: %s at %s: %s", name, r.status,
               eval_stage_name(r.stage), r.error);
@@ -186,10 +187,8 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       break;
     case 'g':
       if (!*optarg || strspn(optarg, "0123456789,") != strlen(optarg)) {
-        rc = cmd_bad_usage(ctx,
-                           "--gpus: '%s' is not a list of device "
-                           "numbers",
-                           optarg);
+        rc = cmd_bad_usage(ctx, "--gpus: '%s' is not a list of device "
+                           "numbers", optarg);
         goto out;
       }
       o.gpus = optarg;
@@ -219,7 +218,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
   }
   if ((cand && impl) || (cheats && (cand || impl))) {
     rc = cmd_bad_usage(ctx, "--candidate, --impl and --cheats exclude each "
-                            "other");
+                       "other");
     goto out;
   }
   if (json)
@@ -285,10 +284,8 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
           is_cand[n++] = 0;
         }
       if (!n) {
-        rc = cmd_bad_usage(ctx,
-                           "--impl: '%s' is not the seed or a baseline "
-                           "of %s (or 'all')",
-                           impl, w->name);
+        rc = cmd_bad_usage(ctx, "--impl: '%s' is not the seed or a baseline "
+                           "of %s (or 'all')", impl, w->name);
         goto out;
       }
     }
@@ -309,9 +306,9 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     goto out;
   }
   if (json) {
-    char *s =
-        json_dumps(json_array_size(all) == 1 ? json_array_get(all, 0) : all,
-                   JSON_INDENT(2));
+    char *s = json_dumps(json_array_size(all) == 1 ? json_array_get(all, 0)
+                                                   : all,
+                         JSON_INDENT(2));
     if (s)
       printf("%s\n", s);
     free(s);

@@ -69,8 +69,8 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
                    struct eval_result *r, json_t **met, double *val,
                    struct err *e)
 {
-  enum eval_stage st =
-      !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
+  enum eval_stage st = !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY
+                                               : EVAL_STAGE_BENCH;
   struct build_vars v = {0};
   struct proc_opts po = {0};
   struct proc_result pr;
@@ -148,10 +148,8 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
   }
   *val = json_number_value(json_object_get(j, o->wl->ff_metric));
   if (!json_is_number(json_object_get(j, o->wl->ff_metric)) || !(*val > 0)) {
-    eval_fail(r, o, st, "failed",
-              "size %s: metrics line has no positive "
-              "'%s'",
-              s->name, o->wl->ff_metric);
+    eval_fail(r, o, st, "failed", "size %s: metrics line has no positive "
+              "'%s'", s->name, o->wl->ff_metric);
     json_decref(j);
     return 1;
   }
@@ -191,10 +189,11 @@ int eval_ff_run(const struct eval_opts *o, struct eval_ctx *x,
   if (!strcmp(mode, "bench")) {
     qsort(vals, (size_t)reps, sizeof(double), cmp_d);
     json_object_set_new(res, "samples_ms", samples);
-    json_object_set_new(
-        res, "median_ms",
-        json_real(reps % 2 ? vals[reps / 2]
-                           : (vals[reps / 2 - 1] + vals[reps / 2]) / 2));
+    json_object_set_new(res, "median_ms",
+                        json_real(reps % 2 ? vals[reps / 2]
+                                           : (vals[reps / 2 - 1] +
+                                              vals[reps / 2]) /
+                                                 2));
     /* min..max of the runs: with 5 runs it holds the median with
      * probability 1 - 2/32 = 94%. */
     json_object_set_new(res, "ci95_lo_ms", json_real(vals[0]));
@@ -300,8 +299,7 @@ int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
                names[i], eval_stage_name(r.stage), r.error);
     } else {
       caught = 0;
-      snprintf(line, sizeof(line),
-               "%s: NOT caught as expected at %s (%s): "
+      snprintf(line, sizeof(line), "%s: NOT caught as expected at %s (%s): "
                "%s%s %s",
                names[i], eval_stage_name((enum eval_stage)want), words,
                strcmp(r.status, "ok") ? "stopped at " : "it passed",

@@ -228,8 +228,8 @@ int http_post_json(const struct http_opts *o, struct http_result *res,
     }
     if (cc == CURLE_OPERATION_TIMEDOUT) {
       res->fail = HTTP_TIMEDOUT;
-      rc = err_set(e, ERR_TIMEOUT,
-                   "%s: timed out (connect %.1f s, total %.1f s)", o->url,
+      rc = err_set(e, ERR_TIMEOUT, "%s: timed out (connect %.1f s, total %.1f s)",
+                   o->url,
                    o->connect_timeout_s > 0 ? o->connect_timeout_s : 10.0,
                    o->timeout_s > 0 ? o->timeout_s : 300.0);
       goto out;

@@ -14,9 +14,9 @@
 #include "llm_impl.h"
 #include "log.h"
 
-#define LLM_MAX_MODELS 32
-#define LLM_PROMPT_MAX (4u * 1024 * 1024)
-#define LLM_EXCERPT    160
+#define LLM_MAX_MODELS   32
+#define LLM_PROMPT_MAX   (4u * 1024 * 1024)
+#define LLM_EXCERPT      160
 
 struct llm_pool {
   struct llm_model models[LLM_MAX_MODELS];
@@ -32,9 +32,9 @@ struct llm_pool {
 };
 
 static const char *const outcome_names[LLM_OUTCOME_COUNT] = {
-    "ok",        "transport", "timeout",   "http",  "auth",
-    "ratelimit", "server",    "malformed", "empty", "refusal",
-    "truncated", "toobig",    "budget",    "nokey"};
+    "ok",     "transport", "timeout",   "http",   "auth",
+    "ratelimit", "server", "malformed", "empty",  "refusal",
+    "truncated", "toobig", "budget",    "nokey"};
 
 const char *llm_outcome_name(enum llm_outcome o)
 {
@@ -85,9 +85,8 @@ struct llm_pool *llm_pool_new(const struct config *cfg, struct err *e)
     }
     if (!*name || strlen(name) >= sizeof(p->models[0].name) ||
         !strcmp(name, "default")) {
-      err_set(e, ERR_CONFIG,
-              "[%.80s]: model section name must be 1-63 "
-              "characters and not 'default'",
+      err_set(e, ERR_CONFIG, "[%.80s]: model section name must be 1-63 "
+                             "characters and not 'default'",
               secs[i]);
       goto fail;
     }
@@ -273,7 +272,8 @@ static int check_budget(struct llm_pool *p, struct err *e)
 
 /* Read the key from the environment: 0, or ERR_CONFIG (naming only the
  * variable).  *key is NULL for a model without api_key_env. */
-static int get_key(const struct llm_model *m, const char **key, struct err *e)
+static int get_key(const struct llm_model *m, const char **key,
+                   struct err *e)
 {
   *key = NULL;
   if (!m->api_key_env[0])
@@ -364,10 +364,11 @@ static int classify_http(const struct llm_model *m, int rc,
   excerpt(buf_str(&h->body), h->body.len, ex, sizeof(ex));
   if (h->status == 401 || h->status == 403) {
     resp->outcome = LLM_AUTH;
-    return err_set(
-        e, ERR_HTTP, "llm %s: HTTP %ld from %s: key refused (check $%s): %s",
-        who, h->status, m->base_url,
-        m->api_key_env[0] ? m->api_key_env : "(no api_key_env)", ex);
+    return err_set(e, ERR_HTTP,
+                   "llm %s: HTTP %ld from %s: key refused (check $%s): %s",
+                   who, h->status, m->base_url,
+                   m->api_key_env[0] ? m->api_key_env : "(no api_key_env)",
+                   ex);
   }
   if (h->status == 429) {
     resp->outcome = LLM_RATELIMIT;
@@ -436,9 +437,8 @@ int llm_chat(struct llm_pool *p, const struct llm_model *m,
   if (!m)
     m = llm_pool_model(p, 0);
   if (!m)
-    return err_set(e, ERR_CONFIG,
-                   "no LLM model is configured ([llm] model "
-                   "or [model.NAME])");
+    return err_set(e, ERR_CONFIG, "no LLM model is configured ([llm] model "
+                                  "or [model.NAME])");
   snprintf(resp->provider, sizeof(resp->provider), "%s", provider_name(m));
   resp->model_name = m->name;
   if (!req || req->n_messages == 0 || !req->messages) {
@@ -467,9 +467,9 @@ int llm_chat(struct llm_pool *p, const struct llm_model *m,
                  m->name);
     goto out;
   }
-  hrc = post(p, m,
-             m->provider == LLM_PROVIDER_ANTHROPIC ? "/messages"
-                                                   : "/chat/completions",
+  hrc = post(p, m, m->provider == LLM_PROVIDER_ANTHROPIC
+                       ? "/messages"
+                       : "/chat/completions",
              key, body, &h, e);
   resp->latency_s = h.elapsed_s;
   resp->http_status = (int)h.status;
@@ -477,11 +477,12 @@ int llm_chat(struct llm_pool *p, const struct llm_model *m,
   if (hrc || h.status < 200 || h.status > 299) {
     rc = classify_http(m, hrc, &h, resp, e);
   } else {
-    resp->outcome = m->provider == LLM_PROVIDER_ANTHROPIC
-                        ? llm_anthropic_parse(buf_str(&h.body), h.body.len,
-                                              resp, why, sizeof(why))
-                        : llm_openai_parse(buf_str(&h.body), h.body.len, resp,
-                                           why, sizeof(why));
+    resp->outcome =
+        m->provider == LLM_PROVIDER_ANTHROPIC
+            ? llm_anthropic_parse(buf_str(&h.body), h.body.len, resp, why,
+                                  sizeof(why))
+            : llm_openai_parse(buf_str(&h.body), h.body.len, resp, why,
+                               sizeof(why));
     rc = resp->outcome == LLM_OK
              ? 0
              : err_set(e, ERR_LLM, "llm %s (%s): %s", m->name, m->model, why);
@@ -594,8 +595,8 @@ int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
   if (hrc || h.status < 200 || h.status > 299) {
     rc = classify_http(m, hrc, &h, &resp, e);
   } else {
-    resp.outcome =
-        parse_embed(buf_str(&h.body), h.body.len, n, out, why, sizeof(why));
+    resp.outcome = parse_embed(buf_str(&h.body), h.body.len, n, out, why,
+                               sizeof(why));
     resp.tokens_in = out->tokens_in;
     rc = resp.outcome == LLM_OK
              ? 0

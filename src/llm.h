@@ -44,9 +44,9 @@ struct llm_message {
 struct llm_request {
   const char *system; /* system prompt; NULL or "" for none */
   const struct llm_message *messages;
-  size_t n_messages;       /* at least 1; the first should be a user message */
-  double temperature;      /* < 0: the provider's default (not sent) */
-  int max_tokens;          /* <= 0: the model's configured max_tokens */
+  size_t n_messages;  /* at least 1; the first should be a user message */
+  double temperature; /* < 0: the provider's default (not sent) */
+  int max_tokens;     /* <= 0: the model's configured max_tokens */
   const char *const *stop; /* stop sequences, may be NULL */
   size_t n_stop;
   const char *purpose; /* mutate|meta|judge|transform|embed|doctor; recorded */
@@ -58,20 +58,20 @@ struct llm_request {
  * run on AUTH or BUDGET). */
 enum llm_outcome {
   LLM_OK = 0,
-  LLM_TRANSPORT, /* no HTTP answer (connect refused, reset, DNS), after
-                    retries */
-  LLM_TIMEOUT,   /* connect or total timeout (not retried) */
-  LLM_HTTP,      /* another HTTP status (4xx other than 401/403/429) */
-  LLM_AUTH,      /* 401 or 403: wrong or missing key (not retried) */
-  LLM_RATELIMIT, /* still 429 after max_retries */
-  LLM_SERVER,    /* still 5xx after max_retries */
-  LLM_MALFORMED, /* 2xx but not the provider's JSON shape */
-  LLM_EMPTY,     /* 2xx, valid JSON, but no choices / no content */
-  LLM_REFUSAL,   /* the model refused (refusal field / stop_reason) */
-  LLM_TRUNCATED, /* finish reason length / max_tokens: text is partial */
-  LLM_TOOBIG,    /* response body over max_response_bytes */
-  LLM_BUDGET,    /* refused before sending: budget spent */
-  LLM_NOKEY,     /* refused before sending: key variable unset/empty */
+  LLM_TRANSPORT,  /* no HTTP answer (connect refused, reset, DNS), after
+                     retries */
+  LLM_TIMEOUT,    /* connect or total timeout (not retried) */
+  LLM_HTTP,       /* another HTTP status (4xx other than 401/403/429) */
+  LLM_AUTH,       /* 401 or 403: wrong or missing key (not retried) */
+  LLM_RATELIMIT,  /* still 429 after max_retries */
+  LLM_SERVER,     /* still 5xx after max_retries */
+  LLM_MALFORMED,  /* 2xx but not the provider's JSON shape */
+  LLM_EMPTY,      /* 2xx, valid JSON, but no choices / no content */
+  LLM_REFUSAL,    /* the model refused (refusal field / stop_reason) */
+  LLM_TRUNCATED,  /* finish reason length / max_tokens: text is partial */
+  LLM_TOOBIG,     /* response body over max_response_bytes */
+  LLM_BUDGET,     /* refused before sending: budget spent */
+  LLM_NOKEY,      /* refused before sending: key variable unset/empty */
   LLM_OUTCOME_COUNT
 };
 
@@ -84,25 +84,22 @@ const char *llm_outcome_name(enum llm_outcome o);
  * free with llm_response_release(). */
 struct llm_response {
   enum llm_outcome outcome;
-  char *text;             /* malloc'd; set on OK and on TRUNCATED (partial),
-                             and the refusal text on REFUSAL; else NULL */
-  char finish_reason[32]; /* provider's own word: stop, length, end_turn.. */
-  long tokens_in;         /* from the provider's usage; 0 when absent */
+  char *text;              /* malloc'd; set on OK and on TRUNCATED (partial),
+                              and the refusal text on REFUSAL; else NULL */
+  char finish_reason[32];  /* provider's own word: stop, length, end_turn.. */
+  long tokens_in;          /* from the provider's usage; 0 when absent */
   long tokens_out;
-  double latency_s;       /* wall time of the whole call incl. retries */
-  double cost_usd;        /* tokens * the model's prices */
-  char model[128];        /* the model the server says answered */
-  char provider[16];      /* "openai" or "anthropic" */
-  const char *model_name; /* pool entry name ("default", NAME); borrowed */
-  int http_status;        /* last HTTP status, 0 if none */
-  int attempts;           /* HTTP attempts made (1 + retries) */
-  long long call_id;      /* what the recorder returned (0 without one) */
+  double latency_s;        /* wall time of the whole call incl. retries */
+  double cost_usd;         /* tokens * the model's prices */
+  char model[128];         /* the model the server says answered */
+  char provider[16];       /* "openai" or "anthropic" */
+  const char *model_name;  /* pool entry name ("default", NAME); borrowed */
+  int http_status;         /* last HTTP status, 0 if none */
+  int attempts;            /* HTTP attempts made (1 + retries) */
+  long long call_id;       /* what the recorder returned (0 without one) */
 };
 
-#define LLM_RESPONSE_INIT                                                     \
-  {                                                                           \
-    0                                                                         \
-  }
+#define LLM_RESPONSE_INIT {0}
 
 void llm_response_release(struct llm_response *r);
 
@@ -116,15 +113,15 @@ struct llm_model {
                             (local servers) */
   double timeout_s;      /* total per attempt */
   double connect_timeout_s;
-  int max_retries;            /* retries after the first attempt */
-  double retry_base_s;        /* first backoff delay; doubles each retry */
-  double retry_max_s;         /* cap on one delay (also on Retry-After) */
-  size_t max_response;        /* cap on the response body, bytes */
-  int max_tokens;             /* default max_tokens of a request */
-  double price_in;            /* USD per million input tokens */
-  double price_out;           /* USD per million output tokens */
-  int price_from_table;       /* 1: prices are cuco's built-in defaults */
-  double weight;              /* sampling weight (> 0) */
+  int max_retries;       /* retries after the first attempt */
+  double retry_base_s;   /* first backoff delay; doubles each retry */
+  double retry_max_s;    /* cap on one delay (also on Retry-After) */
+  size_t max_response;   /* cap on the response body, bytes */
+  int max_tokens;        /* default max_tokens of a request */
+  double price_in;       /* USD per million input tokens */
+  double price_out;      /* USD per million output tokens */
+  int price_from_table;  /* 1: prices are cuco's built-in defaults */
+  double weight;         /* sampling weight (> 0) */
   char anthropic_version[32]; /* anthropic-version header */
   int reasoning; /* OpenAI reasoning model (o1/o3/o4/gpt-5 by default):
                     max_completion_tokens, no temperature */
@@ -134,9 +131,9 @@ struct llm_model {
  * are borrowed for the duration of the callback; none holds a secret. */
 struct llm_record {
   const char *provider, *model, *model_name, *purpose;
-  const char *outcome;  /* llm_outcome_name() */
-  const char *error;    /* one line, "" on success */
-  const char *prompt;   /* the request rendered as text (system + messages) */
+  const char *outcome; /* llm_outcome_name() */
+  const char *error;   /* one line, "" on success */
+  const char *prompt;  /* the request rendered as text (system + messages) */
   const char *response; /* the text returned, "" when none */
   long tokens_in, tokens_out;
   double cost_usd, latency_s;
@@ -208,9 +205,9 @@ int llm_chat(struct llm_pool *p, const struct llm_model *m,
 int llm_embed_available(const struct llm_pool *p);
 
 struct llm_embedding {
-  size_t n;    /* number of vectors (= texts) */
-  size_t dim;  /* length of each */
-  float *data; /* n * dim floats, row-major; malloc'd */
+  size_t n;      /* number of vectors (= texts) */
+  size_t dim;    /* length of each */
+  float *data;   /* n * dim floats, row-major; malloc'd */
   long tokens_in;
   double cost_usd;
 };
