@@ -67,8 +67,8 @@ static int has_runtime(const char *dir)
   return access(p, R_OK) == 0;
 }
 
-int build_find_runtime(const struct config *cfg, const char *wl_dir,
-                       char *out, size_t n, struct err *e)
+int build_find_runtime(const struct config *cfg, const char *wl_dir, char *out,
+                       size_t n, struct err *e)
 {
   const char *c = cfg ? config_get(cfg, "build", "runtime_dir", NULL) : NULL;
   const char *env = getenv("CUCO_RUNTIME_DIR");
@@ -344,10 +344,12 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   int nunits = 0, nobj = 0, i, rc;
 
   if (!tc || !tc->nvcc[0])
-    return err_set(e, ERR_PROC, "nvcc not found (set CUCO_NVCC or [build] "
+    return err_set(e, ERR_PROC,
+                   "nvcc not found (set CUCO_NVCC or [build] "
                    "nvcc; see cuco doctor)");
   if (!tc->nccl_include[0])
-    return err_set(e, ERR_PROC, "NCCL headers not found (set "
+    return err_set(e, ERR_PROC,
+                   "NCCL headers not found (set "
                    "CUCO_NCCL_HOME; see cuco doctor)");
   if ((rc = build_mkdirs(o->cache_dir, e)))
     return rc;

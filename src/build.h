@@ -1,9 +1,10 @@
 /* build.h - build a workload binary (contracts §4) or a freeform program.
  *
- * Runtime workloads: every translation unit (each runtime .cu file, the workload's
- * reference.cu, the implementation) is compiled by nvcc to an object that
- * is cached under the cache dir by an xxhash of (nvcc, version, arch, NCCL
- * include, flags, the file and every header beside it), then linked:
+ * Runtime workloads: every translation unit (each runtime .cu file, the
+ * workload's reference.cu, the implementation) is compiled by nvcc to an
+ * object that is cached under the cache dir by an xxhash of (nvcc, version,
+ * arch, NCCL include, flags, the file and every header beside it), then
+ * linked:
  *
  *   nvcc -arch=ARCH -std=c++17 -O3 -Iruntime -I<wl dir> -I<nccl include>
  *        [-DCUCO_VRANKS] [directive -D flags, implementation only] -c F.cu
@@ -25,25 +26,25 @@ struct config;
 
 struct build_opts {
   const struct workload *wl;
-  const struct toolchain *tc;  /* runtime kind only */
-  const char *runtime_dir;     /* from build_find_runtime() */
-  const char *impl_path;       /* the implementation's source file */
-  const char *const *dflags;   /* directive -D flags (impl only) */
+  const struct toolchain *tc; /* runtime kind only */
+  const char *runtime_dir;    /* from build_find_runtime() */
+  const char *impl_path;      /* the implementation's source file */
+  const char *const *dflags;  /* directive -D flags (impl only) */
   int ndflags;
-  int vranks;                  /* > 0: add -DCUCO_VRANKS everywhere */
-  int compile_only;            /* objects only, no link */
-  const char *out_bin;         /* binary to write */
-  const char *cache_dir;       /* created when missing */
-  double timeout_s;            /* per compiler run; <= 0: 300 */
+  int vranks;            /* > 0: add -DCUCO_VRANKS everywhere */
+  int compile_only;      /* objects only, no link */
+  const char *out_bin;   /* binary to write */
+  const char *cache_dir; /* created when missing */
+  double timeout_s;      /* per compiler run; <= 0: 300 */
   /* freeform only: placeholder values for the build template */
   const char *work_dir;
 };
 
 struct build_result {
-  char *log;          /* malloc'd, capped at BUILD_LOG_MAX; may be NULL */
+  char *log; /* malloc'd, capped at BUILD_LOG_MAX; may be NULL */
   double wall_s;
-  int compiled;       /* objects compiled now */
-  int cached;         /* objects taken from the cache */
+  int compiled; /* objects compiled now */
+  int cached;   /* objects taken from the cache */
 };
 
 /* Build.  0 on success; ERR_BUILD (compiler failed: *e holds the first
@@ -59,8 +60,8 @@ void build_result_release(struct build_result *r);
  * WL_DIR/../../runtime, else next to the cuco executable (./runtime,
  * ../share/cuco/runtime).  The folder must hold runtime.h.  ERR_NOTFOUND
  * naming the places looked at. */
-int build_find_runtime(const struct config *cfg, const char *wl_dir,
-                       char *out, size_t n, struct err *e) WARN_UNUSED;
+int build_find_runtime(const struct config *cfg, const char *wl_dir, char *out,
+                       size_t n, struct err *e) WARN_UNUSED;
 
 /* The default object cache: $CUCO_CACHE_DIR, else $XDG_CACHE_HOME/cuco,
  * else $HOME/.cache/cuco, else /tmp/cuco-cache-UID. */

@@ -61,8 +61,7 @@ int candidate_blocks(const char *code, struct candidate_blocks *out,
     line++;
   }
   if (open)
-    return err_set(e, ERR_CHECK,
-                   "line %d: EVOLVE-BLOCK-START is never closed",
+    return err_set(e, ERR_CHECK, "line %d: EVOLVE-BLOCK-START is never closed",
                    out->b[out->n].start_line);
   return 0;
 }
@@ -95,8 +94,8 @@ char *candidate_replace_blocks(const char *code, const char *const *contents,
   if (candidate_blocks(code, &bl, e))
     return NULL;
   if (n != bl.n) {
-    err_set(e, ERR_CHECK, "%d block contents given, the code has %d blocks",
-            n, bl.n);
+    err_set(e, ERR_CHECK, "%d block contents given, the code has %d blocks", n,
+            bl.n);
     return NULL;
   }
   total = strlen(code) + 1;
@@ -186,8 +185,8 @@ int candidate_check_frozen(const char *seed, const char *cand, struct err *e)
     return ERR_CHECK;
   if (sb.n != cb.n)
     return err_set(e, ERR_CHECK,
-                   "the candidate has %d EVOLVE blocks, the seed has %d",
-                   cb.n, sb.n);
+                   "the candidate has %d EVOLVE blocks, the seed has %d", cb.n,
+                   sb.n);
   for (i = 0; i <= sb.n; i++) {
     size_t se = i < sb.n ? sb.b[i].start : strlen(seed);
     size_t ce = i < cb.n ? cb.b[i].start : strlen(cand);
@@ -338,8 +337,8 @@ static int ident_char(char c)
 
 /* Brace depth change and preprocessor-conditional depth of a cleaned
  * region; *pp_bad set when an #endif/#else has no #if in the region. */
-static void region_balance(const char *clean, size_t len, int *braces,
-                           int *pp, int *pp_bad)
+static void region_balance(const char *clean, size_t len, int *braces, int *pp,
+                           int *pp_bad)
 {
   size_t i;
   int bol = 1;
@@ -391,15 +390,14 @@ static int guarded_define(const char *clean, size_t at, const char *p)
   if (at == 0)
     return 0;
   e2 = at - 1; /* the newline ending the previous line */
-  while (e2 > 0 && (clean[e2] == '\n' || clean[e2] == ' ' ||
-                    clean[e2] == '\t'))
+  while (e2 > 0 &&
+         (clean[e2] == '\n' || clean[e2] == ' ' || clean[e2] == '\t'))
     e2--;
   s = e2;
   while (s > 0 && clean[s - 1] != '\n')
     s--;
   nl = e2 - s + 1;
-  snprintf(prev, sizeof(prev), "%.*s", (int)(nl < 159 ? nl : 159),
-           clean + s);
+  snprintf(prev, sizeof(prev), "%.*s", (int)(nl < 159 ? nl : 159), clean + s);
   {
     const char *q = prev + strspn(prev, " \t");
     if (*q != '#')
@@ -432,8 +430,8 @@ static int check_region(const char *code, size_t a, size_t b, int device,
     rc = err_set(e, ERR_CHECK,
                  "line %d: the EVOLVE block ends inside a %s (it would "
                  "swallow frozen text)",
-                 line_at(code, b), st == LX_BLOCK_COMMENT ? "comment"
-                                                          : "literal");
+                 line_at(code, b),
+                 st == LX_BLOCK_COMMENT ? "comment" : "literal");
     goto out;
   }
   if (in_block) {
@@ -457,9 +455,13 @@ static int check_region(const char *code, size_t a, size_t b, int device,
       size_t j = i + 1;
       while (clean[j] == ' ' || clean[j] == '\t')
         j++;
-      if (!strncmp(clean + j, "include", 7)) {
+      /* <system> headers are fine; a quoted or computed include could
+       * pull the reference, a baseline or the runtime's internals in */
+      if (!strncmp(clean + j, "include", 7) &&
+          clean[j + 7 + strspn(clean + j + 7, " \t")] != '<') {
         rc = err_set(e, ERR_CHECK,
-                     "line %d: forbidden '#include' inside an EVOLVE block",
+                     "line %d: forbidden '#include \"...\"' inside an "
+                     "EVOLVE block (only <system> headers)",
                      line_at(code, a + i));
         goto out;
       }
@@ -497,8 +499,8 @@ static int check_region(const char *code, size_t a, size_t b, int device,
           continue;
         /* obj.open(...) / p->kill(...) are methods, not the libc call */
         if (!f->any_use && i > 0 &&
-            (clean[i - 1] == '.' || (clean[i - 1] == '>' && i > 1 &&
-                                     clean[i - 2] == '-')))
+            (clean[i - 1] == '.' ||
+             (clean[i - 1] == '>' && i > 1 && clean[i - 2] == '-')))
           continue;
         rc = err_set(e, ERR_CHECK, "line %d: forbidden %s '%s' (%s)",
                      line_at(code, a + i), f->any_use ? "use of" : "call",

@@ -56,7 +56,7 @@ int candidate_check_frozen(const char *seed, const char *cand,
  * NCCL collectives and group calls (when `device` is set: the candidate
  * must communicate from the device), and always main, process control
  * (system, popen, fork, exec*, exit, abort...), file writes (fopen...),
- * environment edits and #include inside an EVOLVE block.  ERR_CHECK
+ * environment edits and a quoted #include inside an EVOLVE block.  ERR_CHECK
  * "line N: forbidden call 'ncclAllGather' (host collective in a device
  * candidate)". */
 int candidate_check_forbidden(const char *code, int device,

@@ -98,19 +98,18 @@ static int param_token(struct directive_set *d, const char *k, const char *v,
   if (!strcmp(k, "choices"))
     return 0; /* documentation; [params] in workload.ini decides */
   if (!is_ident(k) || strlen(k) >= sizeof(d->params[0].name))
-    return err_set(e, ERR_CHECK, "line %d: bad param name in '%s=%s'", line,
-                   k, v);
+    return err_set(e, ERR_CHECK, "line %d: bad param name in '%s=%s'", line, k,
+                   v);
   if (!*v || strlen(v) >= sizeof(d->params[0].value))
     return err_set(e, ERR_CHECK, "line %d: bad param value in '%s=%s'", line,
                    k, v);
   for (i = 0; v[i]; i++)
     if (!isalnum((unsigned char)v[i]) && v[i] != '_' && v[i] != '-')
-      return err_set(e, ERR_CHECK, "line %d: bad param value in '%s=%s'",
-                     line, k, v);
+      return err_set(e, ERR_CHECK, "line %d: bad param value in '%s=%s'", line,
+                     k, v);
   for (i = 0; i < d->nparams; i++)
     if (!strcmp(d->params[i].name, k))
-      return err_set(e, ERR_CHECK, "line %d: param '%s' given twice", line,
-                     k);
+      return err_set(e, ERR_CHECK, "line %d: param '%s' given twice", line, k);
   if (d->nparams >= DIRECTIVE_MAX_PARAMS)
     return err_set(e, ERR_CHECK, "line %d: more than %d params", line,
                    DIRECTIVE_MAX_PARAMS);
@@ -259,8 +258,10 @@ int directive_validate(const struct directive_set *d, const struct workload *w,
   if (*d->chunk_text) {
     unsigned long long c = d->chunk_bytes;
     if (!sp->chunk_max)
-      return err_set(e, ERR_CHECK, "'chunk=%s': workload %s has no chunk "
-                     "dimension", d->chunk_text, w->name);
+      return err_set(e, ERR_CHECK,
+                     "'chunk=%s': workload %s has no chunk "
+                     "dimension",
+                     d->chunk_text, w->name);
     if (c < 4096ULL || c > (64ULL << 20) || (c & (c - 1)))
       return err_set(e, ERR_CHECK,
                      "'chunk=%s' is not a power of two in 4KiB..64MiB",
@@ -276,9 +277,10 @@ int directive_validate(const struct directive_set *d, const struct workload *w,
     const struct workload_param *p = workload_find_param(w, d->params[i].name);
     int ok = 0;
     if (!p)
-      return err_set(e, ERR_CHECK, "unknown param '%s=%s' (not in %s's "
-                     "[params])", d->params[i].name, d->params[i].value,
-                     w->name);
+      return err_set(e, ERR_CHECK,
+                     "unknown param '%s=%s' (not in %s's "
+                     "[params])",
+                     d->params[i].name, d->params[i].value, w->name);
     for (j = 0; j < p->nchoices; j++)
       if (!strcmp(p->choices[j], d->params[i].value))
         ok = 1;
@@ -292,8 +294,9 @@ int directive_validate(const struct directive_set *d, const struct workload *w,
       if (!strcmp(w->params[i].name, d->params[j].name))
         found = 1;
     if (!found)
-      return err_set(e, ERR_CHECK, "param '%s' is missing (// " TAG_PARAM
-                     " %s=VALUE)", w->params[i].name, w->params[i].name);
+      return err_set(e, ERR_CHECK,
+                     "param '%s' is missing (// " TAG_PARAM " %s=VALUE)",
+                     w->params[i].name, w->params[i].name);
   }
   return 0;
 }

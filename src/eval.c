@@ -20,8 +20,8 @@
 #include "toolchain.h"
 #include "workload.h"
 
-static const char *const stage_names[] = {"static", "build", "verify",
-                                          "bench", "done"};
+static const char *const stage_names[] = {"static", "build", "verify", "bench",
+                                          "done"};
 
 const char *eval_stage_name(enum eval_stage s)
 {
@@ -206,7 +206,7 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
   struct build_opts bo = {0};
   struct build_result br;
   struct err be = {0, ""};
-  int i, rc;
+  int i, rc, ncomp, ncached;
 
   directive_flags(d, &f);
   for (i = 0; i < f.n; i++)
@@ -225,6 +225,8 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
   bo.work_dir = x->work_dir;
   rc = build_run(&bo, &br, &be);
   r->build_s = br.wall_s;
+  ncomp = br.compiled;
+  ncached = br.cached;
   if (br.log)
     eval_log_append(&r->build_log, br.log);
   build_result_release(&br);
@@ -236,10 +238,12 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
     err_set(e, rc, "build: %s", be.msg);
     return rc;
   }
-  eval_pass(o, EVAL_STAGE_BUILD, "ok (%.1f s%s)", r->build_s,
-            o->wl->kind == WORKLOAD_RUNTIME && !o->compile_only
-                ? ", linked"
-                : (o->compile_only ? ", objects only" : ""));
+  if (o->wl->kind == WORKLOAD_RUNTIME)
+    eval_pass(o, EVAL_STAGE_BUILD, "ok (%.1f s; %d compiled, %d cached%s)",
+              r->build_s, ncomp, ncached,
+              o->compile_only ? "; objects only" : "; linked");
+  else
+    eval_pass(o, EVAL_STAGE_BUILD, "ok (%.1f s)", r->build_s);
   return 0;
 }
 
@@ -248,8 +252,8 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
 /* The first failed check of a RESULT.json, as words. */
 static void first_failed_check(const json_t *res, char *out, size_t n)
 {
-  const json_t *checks = json_object_get(json_object_get(res, "verify"),
-                                         "checks");
+  const json_t *checks =
+      json_object_get(json_object_get(res, "verify"), "checks");
   size_t i;
 
   *out = '\0';
@@ -257,7 +261,8 @@ static void first_failed_check(const json_t *res, char *out, size_t n)
     const json_t *c = json_array_get(checks, i);
     if (json_is_true(json_object_get(c, "passed")))
       continue;
-    snprintf(out, n, "rank %d output %s (%s): rel_l2 %.3g tol %.3g nan %d "
+    snprintf(out, n,
+             "rank %d output %s (%s): rel_l2 %.3g tol %.3g nan %d "
              "poison %d%s%s",
              (int)json_integer_value(json_object_get(c, "rank")),
              json_string_value(json_object_get(c, "output"))
@@ -285,8 +290,8 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
                     const struct workload_size *s, const char *mode,
                     struct eval_result *r, json_t **out, struct err *e)
 {
-  enum eval_stage st = !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY
-                                               : EVAL_STAGE_BENCH;
+  enum eval_stage st =
+      !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
   const char *args[32];
   char seed_s[32], tol_s[32], vr_s[16], resp[WORKLOAD_PATH + 64];
   struct launch_opts lo = {0};
@@ -311,6 +316,10 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
     args[na++] = "--tol";
     args[na++] = tol_s;
   }
+  /* verify also runs the perturbed steps (a busy GPU, late inputs): they
+   * catch candidates that do not wait for what they consume */
+  if (st == EVAL_STAGE_VERIFY)
+    args[na++] = "--perturb";
   args[na++] = "--out";
   args[na++] = resp;
   if (*x->machine_path) {
@@ -357,13 +366,13 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   if (!strcmp(status, "verify_failed") || lr.exit_code == 3) {
     char why[300];
     first_failed_check(lr.result, why, sizeof(why));
-    eval_fail(r, o, st, "failed", "size %s: verification failed: %s",
-              s->name, *why ? why : lr.what);
+    eval_fail(r, o, st, "failed", "size %s: verification failed: %s", s->name,
+              *why ? why : lr.what);
     goto fail;
   }
   if (strcmp(status, "ok") || !lr.all_ok ||
-      !json_is_true(json_object_get(json_object_get(lr.result, "verify"),
-                                    "passed"))) {
+      !json_is_true(
+          json_object_get(json_object_get(lr.result, "verify"), "passed"))) {
     const char *er = json_string_value(json_object_get(lr.result, "error"));
     eval_fail(r, o, st, "failed", "size %s: %s%s%s", s->name,
               er && *er ? er : lr.what, er && *er ? " / " : "",
@@ -386,9 +395,10 @@ fail:
 static json_t *slim(json_t *res)
 {
   json_t *o = json_object();
-  static const char *const keep[] = {"params", "size",  "nranks", "vranks",
-                                     "protocol_test", "mode",  "status",
-                                     "error", "verify", "timing", NULL};
+  static const char *const keep[] = {
+      "params",        "size",   "nranks", "vranks",
+      "protocol_test", "mode",   "status", "error",
+      "verify",        "timing", NULL};
   int i;
 
   for (i = 0; keep[i]; i++) {
@@ -404,8 +414,8 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
                       const struct workload_size *sizes, int n,
                       const char *mode, struct eval_result *r, struct err *e)
 {
-  enum eval_stage st = !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY
-                                               : EVAL_STAGE_BENCH;
+  enum eval_stage st =
+      !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
   json_t *bymode = json_object_get(r->metrics, mode);
   double t0 = eval_now(), logsum = 0, worst_rel = 0;
   int i, rc = 0;
@@ -452,8 +462,9 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
     r->noise_ms = r->median_ms * worst_rel;
     r->score = 1000.0 / r->median_ms;
     r->has_score = !r->protocol_test;
-    eval_pass(o, st, "ok: %d size%s, median %.4g ms (geomean), noise %.2g ms%s",
-              n, n == 1 ? "" : "s", r->median_ms, r->noise_ms,
+    eval_pass(o, st,
+              "ok: %d size%s, median %.4g ms (geomean), noise %.2g ms%s", n,
+              n == 1 ? "" : "s", r->median_ms, r->noise_ms,
               r->protocol_test ? " [protocol test: not performance]" : "");
   } else {
     eval_pass(o, st, "ok: %d size%s passed%s", n, n == 1 ? "" : "s",
@@ -517,8 +528,8 @@ static int prepare(const struct eval_opts *o, struct eval_ctx *x,
     /* the source keeps the seed's extension: gcc and nvcc go by it */
     const char *sext = strrchr(w->seed, '.'), *dot = strrchr(name, '.');
     int stem = (int)(dot ? dot - name : (long)strlen(name));
-    snprintf(x->src_path, sizeof(x->src_path), "%s/%.*s%s", x->work_dir,
-             stem, name, sext ? sext : "");
+    snprintf(x->src_path, sizeof(x->src_path), "%s/%.*s%s", x->work_dir, stem,
+             name, sext ? sext : "");
   }
   snprintf(x->bin_path, sizeof(x->bin_path), "%s/%.*s.bin", x->work_dir,
            (int)(strrchr(name, '.') ? strrchr(name, '.') - name
@@ -531,9 +542,9 @@ static int prepare(const struct eval_opts *o, struct eval_ctx *x,
   if ((rc = eval_write_text(x->src_path, code, e)))
     return rc;
   x->ranks = o->ranks > 0 ? o->ranks : w->ranks[0];
-  if (o->vranks <= 0 && !workload_allows_ranks(w, x->ranks))
+  if (!workload_allows_ranks(w, o->vranks > 0 ? o->vranks : x->ranks))
     return err_set(e, ERR_USAGE, "%s does not allow %d ranks", w->name,
-                   x->ranks);
+                   o->vranks > 0 ? o->vranks : x->ranks);
   if (w->kind == WORKLOAD_RUNTIME) {
     if (!o->tc)
       return err_set(e, ERR_INTERNAL, "no toolchain given");
@@ -577,6 +588,10 @@ int eval_candidate(const struct eval_opts *o, const char *code,
   rc = stage_static(o, code, &d, r, e);
   if (rc)
     goto out_verdict;
+  if (o->static_only) {
+    snprintf(r->status, sizeof(r->status), "ok");
+    goto out;
+  }
   if ((rc = prepare(o, x, code, e)))
     goto out;
   r->stage = EVAL_STAGE_BUILD;
@@ -638,9 +653,9 @@ json_t *eval_result_json(const struct eval_result *r)
   json_object_set_new(o, "stage", json_string(eval_stage_name(r->stage)));
   json_object_set_new(o, "status", json_string(r->status));
   json_object_set_new(o, "error", json_string(r->error));
-  json_object_set_new(o, "hang_rank", r->hang_rank >= 0
-                                          ? json_integer(r->hang_rank)
-                                          : json_null());
+  json_object_set_new(o, "hang_rank",
+                      r->hang_rank >= 0 ? json_integer(r->hang_rank)
+                                        : json_null());
   json_object_set_new(o, "directives",
                       r->directives ? json_incref(r->directives)
                                     : json_null());

@@ -80,7 +80,9 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
     json_t *j = eval_result_json(&r);
     if (!strcmp(r.status, "ok"))
       fprintf(c->out, "%s: ok%s", name,
-              o->compile_only ? " (compiled)" : "");
+              o->static_only    ? " (static checks)"
+              : o->compile_only ? " (compiled)"
+                                : "");
     else
       fprintf(c->out, "%s: %s at %s: %s", name, r.status,
               eval_stage_name(r.stage), r.error);
@@ -110,6 +112,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       {"vranks", required_argument, NULL, 'V'},
       {"sizes", required_argument, NULL, 's'},
       {"compile-only", no_argument, NULL, 'C'},
+      {"static-only", no_argument, NULL, 'A'},
       {"no-bench", no_argument, NULL, 'B'},
       {"out", required_argument, NULL, 'o'},
       {"json", no_argument, NULL, 'j'},
@@ -164,6 +167,9 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     case 'C':
       o.compile_only = 1;
       break;
+    case 'A':
+      o.static_only = 1;
+      break;
     case 'B':
       o.skip_bench = 1;
       break;
@@ -187,8 +193,10 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       break;
     case 'g':
       if (!*optarg || strspn(optarg, "0123456789,") != strlen(optarg)) {
-        rc = cmd_bad_usage(ctx, "--gpus: '%s' is not a list of device "
-                           "numbers", optarg);
+        rc = cmd_bad_usage(ctx,
+                           "--gpus: '%s' is not a list of device "
+                           "numbers",
+                           optarg);
         goto out;
       }
       o.gpus = optarg;
@@ -218,7 +226,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
   }
   if ((cand && impl) || (cheats && (cand || impl))) {
     rc = cmd_bad_usage(ctx, "--candidate, --impl and --cheats exclude each "
-                       "other");
+                            "other");
     goto out;
   }
   if (json)
@@ -237,7 +245,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       goto out;
     }
     o.tc = &tc;
-    if (!o.compile_only) {
+    if (!o.compile_only && !o.static_only) {
       machine = doctor_probe(ctx->cfg, &e);
       if (!machine) {
         fprintf(stderr, "cuco eval: machine probe: %s\n", e.msg);
@@ -250,7 +258,9 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     int n = 0, nf = 0;
     o.work_dir = outdir;
     fprintf(c.out, "%s: cheat suite%s\n", w->name,
-            o.compile_only ? " (compile only)" : "");
+            o.static_only    ? " (static only)"
+            : o.compile_only ? " (compile only)"
+                             : "");
     if (eval_cheats(&o, &n, &nf, &e)) {
       fprintf(stderr, "cuco eval: %s\n", e.msg);
       goto out;
@@ -284,8 +294,10 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
           is_cand[n++] = 0;
         }
       if (!n) {
-        rc = cmd_bad_usage(ctx, "--impl: '%s' is not the seed or a baseline "
-                           "of %s (or 'all')", impl, w->name);
+        rc = cmd_bad_usage(ctx,
+                           "--impl: '%s' is not the seed or a baseline "
+                           "of %s (or 'all')",
+                           impl, w->name);
         goto out;
       }
     }
@@ -306,9 +318,9 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     goto out;
   }
   if (json) {
-    char *s = json_dumps(json_array_size(all) == 1 ? json_array_get(all, 0)
-                                                   : all,
-                         JSON_INDENT(2));
+    char *s =
+        json_dumps(json_array_size(all) == 1 ? json_array_get(all, 0) : all,
+                   JSON_INDENT(2));
     if (s)
       printf("%s\n", s);
     free(s);

@@ -186,14 +186,13 @@ static void describe(const struct launch_opts *o, struct launch_result *r,
     }
     if (r->hang_rank < 0)
       r->hang_rank = 0;
-    snprintf(r->hang_stage, sizeof(r->hang_stage), "%s",
-             stages[r->hang_rank]);
-    used = (size_t)snprintf(r->what, sizeof(r->what),
-                            "hang: timed out after %.0f s; rank %d did not "
-                            "finish (last stage '%s')",
-                            o->timeout_s > 0 ? o->timeout_s : 120.0,
-                            r->hang_rank,
-                            *r->hang_stage ? r->hang_stage : "none");
+    snprintf(r->hang_stage, sizeof(r->hang_stage), "%s", stages[r->hang_rank]);
+    used =
+        (size_t)snprintf(r->what, sizeof(r->what),
+                         "hang: timed out after %.0f s; rank %d did not "
+                         "finish (last stage '%s')",
+                         o->timeout_s > 0 ? o->timeout_s : 120.0, r->hang_rank,
+                         *r->hang_stage ? r->hang_stage : "none");
     for (i = 0; i < o->nranks && used < sizeof(r->what); i++)
       if (i != r->hang_rank)
         used += (size_t)snprintf(r->what + used, sizeof(r->what) - used,
@@ -212,8 +211,7 @@ static void describe(const struct launch_opts *o, struct launch_result *r,
       size_t st = tl;
       while (st && tail[st - 1] != '\n')
         st--;
-      snprintf(r->what, sizeof(r->what), "rank %d: %s%s%.*s",
-               r->failed_rank,
+      snprintf(r->what, sizeof(r->what), "rank %d: %s%s%.*s", r->failed_rank,
                j->started_ok ? proc_describe(&j->res, how, sizeof(how))
                              : j->err.msg,
                tl ? ": " : "", (int)(tl - st > 300 ? 300 : tl - st),

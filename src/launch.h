@@ -21,29 +21,29 @@
 #define LAUNCH_LOG_MAX    (64u * 1024u)
 
 struct launch_opts {
-  const char *bin;           /* the binary */
-  const char *const *args;   /* arguments every rank gets (after bin) */
+  const char *bin;         /* the binary */
+  const char *const *args; /* arguments of every rank, after bin */
   int nargs;
-  int nranks;                /* processes; 1 for a virtual-rank run */
-  const char *gpus;          /* "0,1,..."; NULL = keep our
-                                CUDA_VISIBLE_DEVICES, ranks use 0..N-1 */
-  const char *work_dir;      /* cwd of the ranks; the id file goes here */
-  const char *result_path;   /* the --out path the args carry */
-  const char *lib_dirs;      /* "A:B" put first in LD_LIBRARY_PATH */
-  double timeout_s;          /* whole run; <= 0: 120 */
-  double fail_grace_s;       /* after a rank fails; <= 0: 5 */
+  int nranks;              /* processes; 1 for a virtual-rank run */
+  const char *gpus;        /* "0,1,..."; NULL = keep our
+                              CUDA_VISIBLE_DEVICES, ranks use 0..N-1 */
+  const char *work_dir;    /* cwd of the ranks; the id file goes here */
+  const char *result_path; /* the --out path the args carry */
+  const char *lib_dirs;    /* "A:B" put first in LD_LIBRARY_PATH */
+  double timeout_s;        /* whole run; <= 0: 120 */
+  double fail_grace_s;     /* after a rank fails; <= 0: 5 */
 };
 
 struct launch_result {
-  int all_ok;          /* every rank exited 0 */
-  int timed_out;       /* the deadline passed */
-  int exit_code;       /* rank 0's exit status (-1 if it did not exit) */
-  int failed_rank;     /* first rank that failed (exit != 0, signal), -1 */
-  int hang_rank;       /* on timeout: the least advanced rank, -1 */
-  char hang_stage[64]; /* its last progress stage ("" = none written) */
-  char what[512];      /* one line: what happened, naming ranks */
-  char *log;           /* capped tails of every rank's stdout/stderr */
-  json_t *result;      /* RESULT.json when present and valid, else NULL */
+  int all_ok;             /* every rank exited 0 */
+  int timed_out;          /* the deadline passed */
+  int exit_code;          /* rank 0's exit status (-1 if it did not exit) */
+  int failed_rank;        /* first rank that failed (exit != 0, signal), -1 */
+  int hang_rank;          /* on timeout: the least advanced rank, -1 */
+  char hang_stage[64];    /* its last progress stage ("" = none written) */
+  char what[512];         /* one line: what happened, naming ranks */
+  char *log;              /* capped tails of every rank's stdout/stderr */
+  json_t *result;         /* RESULT.json when present and valid, else NULL */
   char result_error[256]; /* why result is NULL ("" if it is not) */
   double wall_s;
 };

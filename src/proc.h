@@ -16,15 +16,15 @@
 #include "err.h"
 
 struct proc_opts {
-  const char *const *argv; /* argv[0] is looked up in PATH of envp */
-  const char *const *envp; /* full environment of the child; NULL = empty */
-  const char *cwd;         /* NULL = inherit */
-  const char *stdin_path;  /* NULL = /dev/null */
-  double timeout_s;        /* <= 0: no deadline */
-  double grace_s;          /* SIGTERM -> SIGKILL delay; <= 0: 2 s */
-  size_t out_max;          /* cap on captured stdout; 0: 1 MiB */
-  size_t err_max;          /* cap on captured stderr; 0: 1 MiB */
-  int echo;                /* also copy the child's output to ours */
+  const char *const *argv;    /* argv[0] is looked up in PATH of envp */
+  const char *const *envp;    /* full environment of the child; NULL = empty */
+  const char *cwd;            /* NULL = inherit */
+  const char *stdin_path;     /* NULL = /dev/null */
+  double timeout_s;           /* <= 0: no deadline */
+  double grace_s;             /* SIGTERM -> SIGKILL delay; <= 0: 2 s */
+  size_t out_max;             /* cap on captured stdout; 0: 1 MiB */
+  size_t err_max;             /* cap on captured stderr; 0: 1 MiB */
+  int echo;                   /* also copy the child's output to ours */
   const volatile int *cancel; /* NULL, or a flag another thread sets to
                                  stop the child early: its group gets
                                  SIGTERM then SIGKILL, res->canceled = 1 */

@@ -80,8 +80,8 @@ static int set_file(const struct workload *w, const struct config_entry *en,
     return err_set(e, ERR_CONFIG, "%s: '%s' is not a file name in the folder",
                    en->origin, v);
   if (!file_there(w, v))
-    return err_set(e, ERR_CONFIG, "%s: %s: no such file in %s", en->origin,
-                   v, w->dir);
+    return err_set(e, ERR_CONFIG, "%s: %s: no such file in %s", en->origin, v,
+                   w->dir);
   snprintf(dst, 128, "%s", v);
   return 0;
 }
@@ -182,8 +182,7 @@ int workload_resolve_sizes(const struct workload *w, const char *list,
         if (strlen(seen[k]) == klen && !strncmp(seen[k], tok, klen))
           dup = 1;
       if (!dup && nseen < WORKLOAD_MAX_KV) {
-        snprintf(seen[nseen++], 32, "%.*s", (int)(klen < 31 ? klen : 31),
-                 tok);
+        snprintf(seen[nseen++], 32, "%.*s", (int)(klen < 31 ? klen : 31), tok);
         if (strlen(shape) + len + 2 >= sizeof(shape))
           return err_set(e, ERR_USAGE, "--sizes: shape too long");
         if (*shape)
@@ -247,8 +246,8 @@ static int load_dim(const struct config_entry *en, const char *const *known,
 static int chunk_bound(const struct config_entry *en, const char *s,
                        unsigned long long *out, struct err *e)
 {
-  if (config_parse_bytes(s, out) || *out < 4096ULL ||
-      *out > (64ULL << 20) || (*out & (*out - 1)))
+  if (config_parse_bytes(s, out) || *out < 4096ULL || *out > (64ULL << 20) ||
+      (*out & (*out - 1)))
     return err_set(e, ERR_CONFIG,
                    "%s: chunk bound '%s' is not a power of two in "
                    "4KiB..64MiB",
@@ -356,8 +355,8 @@ static int load_workload_key(struct workload *w, const struct config_entry *en,
       if (!*tok[i] && n == 1)
         break;
       if (!is_ident(tok[i]) || strlen(tok[i]) >= WORKLOAD_NAME)
-        return err_set(e, ERR_CONFIG, "%s: bad library name '%s'",
-                       en->origin, tok[i]);
+        return err_set(e, ERR_CONFIG, "%s: bad library name '%s'", en->origin,
+                       tok[i]);
       snprintf(w->libs[w->nlibs++], WORKLOAD_NAME, "%s", tok[i]);
     }
   } else {

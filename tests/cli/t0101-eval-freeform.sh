@@ -1,0 +1,80 @@
+#!/bin/bash
+# cuco eval on the freeform CPU example: the whole cascade end to end.
+. "$(dirname "$0")/lib.sh"
+WL=$ROOT/examples/cpu_matmul
+export CUCO_CACHE_DIR=$TMP/cache
+
+expect_rc "seed evaluates" 0 "$CUCO" eval "$WL" --out "$TMP/seed"
+expect_grep "static verdict" "$TMP/out" "^  static +ok: CUCO_PARAM_order=ijk"
+expect_grep "build verdict" "$TMP/out" "^  build +ok"
+expect_grep "verify verdict" "$TMP/out" "^  verify +ok: 2 sizes passed \(checked by the program"
+expect_grep "bench verdict" "$TMP/out" "^  bench +ok: 1 size, median"
+expect_grep "summary line" "$TMP/out" "^seed.c: ok; median [0-9.]+ ms"
+for f in seed.c seed.bin build.log run.log eval.json; do
+  [ -s "$TMP/seed/seed/$f" ] && ok "--out keeps $f" || not_ok "--out keeps $f" "$(ls "$TMP/seed/seed")"
+done
+
+# param edits via sed: the tuned configuration (known best: order=ikj)
+tune() { sed -e "s|^// CUCO-PARAM order=ijk|// CUCO-PARAM order=$1|" \
+             -e "s|^// CUCO-PARAM tile=256|// CUCO-PARAM tile=$2|" \
+             -e "s|^// CUCO-PARAM kunroll=1|// CUCO-PARAM kunroll=$3|" "$WL/seed.c"; }
+tune ijk 256 1 >"$TMP/seedcopy.c"
+tune ikj 64 2 >"$TMP/best.c"
+expect_rc "seed as --json" 0 "$CUCO" eval "$WL" --candidate "$TMP/seedcopy.c" --json
+cp "$TMP/out" "$TMP/seed.json"
+expect_rc "tuned candidate as --json" 0 "$CUCO" eval "$WL" --candidate "$TMP/best.c" --json
+cp "$TMP/out" "$TMP/best.json"
+if python3 - "$TMP/seed.json" "$TMP/best.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+for r in (s, b):
+    assert r["stage"] == "done" and r["status"] == "ok" and r["error"] == "", r
+    assert r["score"] > 0 and r["median_ms"] > 0 and r["noise_ms"] >= 0
+    full = r["metrics"]["bench"]["full"]
+    assert len(full["samples_ms"]) == 3 and full["verified_by"] == "program"
+    assert r["metrics"]["verify"]["small_a"]["last"]["ok"] is True
+assert b["directives"]["params"] == {"order": "ikj", "tile": 64, "kunroll": 2}
+# measured: the ikj nest is several times faster than the seed's ijk
+assert b["median_ms"] * 2 < s["median_ms"], (b["median_ms"], s["median_ms"])
+PY
+then ok "json results: tuned ikj beats the ijk seed by > 2x"
+else not_ok "json results: tuned ikj beats the ijk seed by > 2x" "$(cat "$TMP/seed.json" "$TMP/best.json" | head -c 800)"; fi
+
+# static rejections: frozen text, params, forbidden calls
+sed 's|  reps = strcmp(mode, "bench") ? 1 : 3;|  reps = 1;|' "$WL/seed.c" >"$TMP/frozen.c"
+expect_rc "frozen-text edit rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/frozen.c"
+expect_grep "frozen edit names stage and line" "$TMP/out" "frozen.c: rejected at static: static: frozen text differs from the seed at line [0-9]+: '  reps = 1;'"
+tune kij 64 2 >"$TMP/badparam.c"
+expect_rc "bad param rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/badparam.c"
+expect_grep "bad param quoted" "$TMP/out" "param 'order=kij' is not one of"
+sed 's|^  int i0, k0, i, j, k;|  int i0, k0, i, j, k; system("true");|' "$WL/seed.c" >"$TMP/sys.c"
+expect_rc "system() in a block rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/sys.c"
+expect_grep "forbidden call named" "$TMP/out" "forbidden call 'system'"
+expect_no_grep "rejected before any build" "$TMP/out" "^  build"
+
+# build, verify and hang failures
+sed 's|^  int i0, k0, i, j, k;|  int i0, k0, i, j, k = nosuchvar;|' "$WL/seed.c" >"$TMP/broken.c"
+expect_rc "compile error fails at build" 1 "$CUCO" eval "$WL" --candidate "$TMP/broken.c" --out "$TMP/broken"
+expect_grep "build failure named" "$TMP/out" "broken.c: failed at build: build: exit 1: .*nosuchvar"
+expect_grep "build log kept" "$TMP/broken/broken/build.log" "nosuchvar"
+sed 's|^      for (i = i0; i < i1; i++)$|      for (i = i0; i < i1 - 1; i++)|' "$WL/seed.c" >"$TMP/wrong.c"
+expect_rc "wrong output fails at verify" 1 "$CUCO" eval "$WL" --candidate "$TMP/wrong.c"
+expect_grep "verify failure named" "$TMP/out" "failed at verify: verify: size small_a: "
+sed 's|^  for (i = 0; i < M \* N; i++)$|  for (;;) i++;\n  for (i = 0; i < M * N; i++)|' "$WL/seed.c" >"$TMP/hang.c"
+expect_rc "a hang fails at verify" 1 "$CUCO" eval "$WL" --candidate "$TMP/hang.c" --timeout 1
+expect_grep "hang named" "$TMP/out" "failed at verify: verify: size small_a: hang: timed out"
+
+# sizes and usage
+expect_rc "explicit shape" 0 "$CUCO" eval "$WL" --sizes M=7,K=5,N=3,small_b --no-bench --json
+expect_grep "explicit shape ran" "$TMP/out" "\"M=7,K=5,N=3\""
+expect_rc "unknown size" 2 "$CUCO" eval "$WL" --sizes huge
+expect_grep "unknown size named" "$TMP/err" "'huge' is neither a size"
+expect_rc "bad rank count" 2 "$CUCO" eval "$WL" --ranks zero
+expect_rc "ranks not allowed" 2 "$CUCO" eval "$WL" --ranks 2
+expect_rc "unknown impl" 2 "$CUCO" eval "$WL" --impl nope.c
+expect_rc "no workload" 2 "$CUCO" eval
+mkdir -p "$TMP/badwl" && cp "$WL/seed.c" "$TMP/badwl/" &&
+  printf '[workload]\nname = x\nkind = freeform\nranks = 1\nseed = seed.c\nfoo = 1\n' >"$TMP/badwl/workload.ini"
+expect_rc "malformed workload.ini" 1 "$CUCO" eval "$TMP/badwl"
+expect_grep "ini error names file:line" "$TMP/err" "badwl/workload.ini:6: unknown key 'foo'"
+done_testing

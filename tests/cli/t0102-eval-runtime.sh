@@ -1,0 +1,59 @@
+#!/bin/bash
+# cuco eval on a runtime-kind workload: nvcc builds with the object cache,
+# rank processes, RESULT.json, hangs naming the rank, the cheat suite.
+# The fixture's harness is host code (nvcc builds it; no GPU needed).
+. "$(dirname "$0")/lib.sh"
+WL=$ROOT/tests/fixtures/rt/workloads/tiny
+export CUCO_CACHE_DIR=$TMP/cache
+
+if ! "$CUCO" doctor --json -o "$TMP/m.json" >/dev/null 2>&1 ||
+   ! python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["cuda"]["nvcc"] and d["nccl"]["include_dir"]' "$TMP/m.json" 2>/dev/null; then
+  ok "# SKIP no nvcc or NCCL headers here"
+  done_testing; exit 0
+fi
+
+expect_rc "compile-only: baselines and seed" 0 "$CUCO" eval "$WL" --compile-only --impl all
+expect_grep "first build compiles runtime, reference, impl" "$TMP/out" "build +ok \(.*3 compiled, 0 cached; objects only\)"
+expect_grep "seed build reuses cached runtime objects" "$TMP/out" "build +ok \(.*1 compiled, 2 cached; objects only\)"
+expect_grep "seed directives become -D flags" "$TMP/out" "CUCO_CHUNK_BYTES=65536 CUCO_PARAM_unroll=2"
+expect_rc "compile-only: cheats" 0 "$CUCO" eval "$WL" --compile-only --cheats
+expect_grep "frozen-text cheat rejected at static" "$TMP/out" "frozen_edit.cu: rejected at static as expected \(static: frozen text differs from the seed at line 26"
+expect_grep "host collective cheat rejected at static" "$TMP/out" "host_collective.cu: rejected at static .*'ncclAllGather'"
+expect_grep "verify cheats need a GPU run" "$TMP/out" "skip_tail.cu: compiled; its rejection at verify"
+sed 's|issuer=cta|issuer=block|' "$WL/seed.cu" >"$TMP/baddir.cu"
+expect_rc "bad directive rejected" 1 "$CUCO" eval "$WL" --compile-only --candidate "$TMP/baddir.cu"
+expect_grep "bad directive quoted" "$TMP/out" "'issuer=block' is not allowed by tiny"
+sed 's|  long i = 0, n = p->n;|  long i = 0, n = p->n; undeclared_fn();|' "$WL/seed.cu" >"$TMP/nobuild.cu"
+expect_rc "nvcc error fails at build" 1 "$CUCO" eval "$WL" --compile-only --candidate "$TMP/nobuild.cu"
+expect_grep "nvcc error named" "$TMP/out" "failed at build: build: nobuild.cu: exit [0-9]+: .*undeclared_fn"
+
+if ! python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["nccl"]["library_dir"]' "$TMP/m.json" 2>/dev/null; then
+  ok "# SKIP no NCCL library to link against"
+  done_testing; exit 0
+fi
+expect_rc "seed runs on 2 ranks" 0 "$CUCO" eval "$WL" --ranks 2 --json --out "$TMP/run"
+cp "$TMP/out" "$TMP/seed.json"
+if python3 - "$TMP/seed.json" "$TMP/run/seed/RESULT.json" "$TMP/run/seed/MACHINE.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); res = json.load(open(sys.argv[2]))
+m = json.load(open(sys.argv[3]))
+assert r["status"] == "ok" and r["stage"] == "done", r
+assert r["median_ms"] > 0 and r["score"] > 0
+assert r["directives"]["chunk_bytes"] == 65536
+assert set(r["metrics"]["verify"]) == {"small", "odd"}
+assert r["metrics"]["bench"]["full"]["timing"]["steps"] == 20
+assert res["nranks"] == 2 and res["mode"] == "bench"
+assert "gpus" in m
+PY
+then ok "result json: stages, metrics per size, machine written"
+else not_ok "result json: stages, metrics per size, machine written" "$(head -c 600 "$TMP/seed.json")"; fi
+expect_rc "explicit shape runs" 0 "$CUCO" eval "$WL" --sizes N=77 --no-bench
+expect_rc "cheat suite on the real cascade" 0 "$CUCO" eval "$WL" --cheats --ranks 2 --timeout 3
+expect_grep "hang names rank 1" "$TMP/out" "hang_rank1.cu: rejected at verify as expected \(verify: size small: hang: timed out after 3 s; rank 1 did not finish"
+expect_grep "poisoned tail caught" "$TMP/out" "skip_tail.cu: rejected at verify as expected .*nan [1-9]"
+expect_grep "suite summary" "$TMP/out" "cheats: 4 of 4 caught as expected"
+cp "$WL/cheats/hang_rank1.cu" "$TMP/hang.cu"
+sed -i '/CUCO-EXPECT-REJECT/d' "$TMP/hang.cu"
+expect_rc "hang via --candidate" 1 "$CUCO" eval "$WL" --candidate "$TMP/hang.cu" --ranks 2 --timeout 2 --json
+expect_grep "json hang_rank" "$TMP/out" "\"hang_rank\": 1"
+done_testing
