@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "doctor.h"
 
+#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "cmd.h"
 #include "config.h"
+#include "llm.h"
 #include "log.h"
 #include "proc.h"
 #include "toolchain.h"
@@ -151,10 +153,27 @@ static json_t *probe_mpi(void)
   return o;
 }
 
+/* A variable name, or "" for anything else: a key pasted into api_key_env
+ * by mistake must not be printed. */
+static const char *env_name_or_empty(const char *s)
+{
+  size_t i;
+
+  for (i = 0; s && s[i]; i++)
+    if (!(isalpha((unsigned char)s[i]) || s[i] == '_' ||
+          (i && isdigit((unsigned char)s[i]))))
+      return "";
+  return s && strncmp(s, "sk-", 3) && i <= 100 ? s : "";
+}
+
 static json_t *probe_llm(const struct config *cfg)
 {
-  const char *keyenv = config_get(cfg, "llm", "api_key_env", NULL);
+  const char *keyenv =
+      env_name_or_empty(config_get(cfg, "llm", "api_key_env", NULL));
   json_t *o = json_object();
+
+  if (!*keyenv)
+    keyenv = NULL;
 
   json_object_set_new(o, "provider",
                       json_string(config_get(cfg, "llm", "provider", "none")));
@@ -266,7 +285,7 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   const char *outpath = NULL;
-  int as_json = 0, opt, rc = CMD_OK;
+  int as_json = 0, check_llm = 0, opt, rc = CMD_OK, nfail = 0;
   struct err e = {0, ""};
   json_t *d;
 
@@ -276,9 +295,8 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
       as_json = 1;
       break;
     case 'l':
-      fprintf(stderr, "cuco doctor: --llm: no LLM provider support in this "
-                      "build yet\n");
-      return CMD_USAGE;
+      check_llm = 1;
+      break;
     case 'o':
       outpath = optarg;
       break;
@@ -295,6 +313,13 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
     log_error("doctor: %s", e.msg);
     return CMD_FAIL;
   }
+  /* --llm: one tiny request per configured model (llm_check_models). */
+  if (check_llm && as_json) {
+    json_t *rep = NULL;
+    nfail = llm_check_models(ctx->cfg, NULL, &rep, &e);
+    if (rep)
+      json_object_set_new(json_object_get(d, "llm"), "check", rep);
+  }
   if (as_json) {
     char *s = json_dumps(d, JSON_INDENT(2) | JSON_SORT_KEYS);
     if (s)
@@ -302,6 +327,17 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
     free(s);
   } else {
     print_text(d);
+    if (check_llm) {
+      fflush(stdout);
+      nfail = llm_check_models(ctx->cfg, stdout, NULL, &e);
+    }
+  }
+  if (nfail < 0) {
+    log_error("doctor --llm: %s", e.msg);
+    rc = CMD_FAIL;
+  } else if (nfail > 0) {
+    log_error("doctor --llm: %d of the configured models failed", nfail);
+    rc = CMD_FAIL;
   }
   if (outpath && json_dump_file(d, outpath, JSON_INDENT(2) | JSON_SORT_KEYS)) {
     log_error("doctor: cannot write %s", outpath);

@@ -124,6 +124,26 @@ static double backoff_delay(const struct http_opts *o, int retry,
   return d / 2 + d / 2 * r;
 }
 
+/* Connection failures worth another try; a bad URL, an unsupported
+ * protocol or a certificate problem will not change. */
+static int transient(CURLcode cc)
+{
+  switch (cc) {
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_GOT_NOTHING:
+  case CURLE_SEND_ERROR:
+  case CURLE_RECV_ERROR:
+  case CURLE_PARTIAL_FILE:
+  case CURLE_HTTP2:
+  case CURLE_HTTP2_STREAM:
+  case CURLE_SSL_CONNECT_ERROR:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 /* One transfer.  Returns the curl code; fills *status. */
 static CURLcode do_attempt(CURL *c, const struct http_opts *o,
                            struct curl_slist *hdrs, struct attempt *a,
@@ -228,8 +248,8 @@ int http_post_json(const struct http_opts *o, struct http_result *res,
     }
     if (cc == CURLE_OPERATION_TIMEDOUT) {
       res->fail = HTTP_TIMEDOUT;
-      rc = err_set(e, ERR_TIMEOUT, "%s: timed out (connect %.1f s, total %.1f s)",
-                   o->url,
+      rc = err_set(e, ERR_TIMEOUT,
+                   "%s: timed out (connect %.1f s, total %.1f s)", o->url,
                    o->connect_timeout_s > 0 ? o->connect_timeout_s : 10.0,
                    o->timeout_s > 0 ? o->timeout_s : 300.0);
       goto out;
@@ -238,10 +258,10 @@ int http_post_json(const struct http_opts *o, struct http_result *res,
       res->fail = HTTP_DONE;
       goto out;
     }
-    if (retry >= o->max_retries) {
+    if (retry >= o->max_retries || (cc != CURLE_OK && !transient(cc))) {
       if (cc != CURLE_OK) {
         res->fail = HTTP_TRANSPORT;
-        rc = err_set(e, ERR_HTTP, "%s: %s (after %d attempts)", o->url,
+        rc = err_set(e, ERR_HTTP, "%s: %s (%d attempts)", o->url,
                      curl_easy_strerror(cc), res->attempts);
       } else {
         res->fail = HTTP_DONE;

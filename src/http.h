@@ -47,7 +47,7 @@ struct http_result {
   long status;     /* last HTTP status; 0 when none */
   struct buf body; /* last response body (capped) */
   int attempts;
-  double elapsed_s; /* all attempts and waits */
+  double elapsed_s;          /* all attempts and waits */
   double last_retry_after_s; /* last Retry-After seen, -1 when none */
 };
 

@@ -14,9 +14,9 @@
 #include "llm_impl.h"
 #include "log.h"
 
-#define LLM_MAX_MODELS   32
-#define LLM_PROMPT_MAX   (4u * 1024 * 1024)
-#define LLM_EXCERPT      160
+#define LLM_MAX_MODELS 32
+#define LLM_PROMPT_MAX (4u * 1024 * 1024)
+#define LLM_EXCERPT    160
 
 struct llm_pool {
   struct llm_model models[LLM_MAX_MODELS];
@@ -32,9 +32,9 @@ struct llm_pool {
 };
 
 static const char *const outcome_names[LLM_OUTCOME_COUNT] = {
-    "ok",     "transport", "timeout",   "http",   "auth",
-    "ratelimit", "server", "malformed", "empty",  "refusal",
-    "truncated", "toobig", "budget",    "nokey"};
+    "ok",        "transport", "timeout",   "http",  "auth",
+    "ratelimit", "server",    "malformed", "empty", "refusal",
+    "truncated", "toobig",    "budget",    "nokey"};
 
 const char *llm_outcome_name(enum llm_outcome o)
 {
@@ -85,8 +85,9 @@ struct llm_pool *llm_pool_new(const struct config *cfg, struct err *e)
     }
     if (!*name || strlen(name) >= sizeof(p->models[0].name) ||
         !strcmp(name, "default")) {
-      err_set(e, ERR_CONFIG, "[%.80s]: model section name must be 1-63 "
-                             "characters and not 'default'",
+      err_set(e, ERR_CONFIG,
+              "[%.80s]: model section name must be 1-63 "
+              "characters and not 'default'",
               secs[i]);
       goto fail;
     }
@@ -272,9 +273,10 @@ static int check_budget(struct llm_pool *p, struct err *e)
 
 /* Read the key from the environment: 0, or ERR_CONFIG (naming only the
  * variable).  *key is NULL for a model without api_key_env. */
-static int get_key(const struct llm_model *m, const char **key,
-                   struct err *e)
+static int get_key(const struct llm_model *m, const char **key, struct err *e)
 {
+  const char *p;
+
   *key = NULL;
   if (!m->api_key_env[0])
     return 0;
@@ -284,6 +286,13 @@ static int get_key(const struct llm_model *m, const char **key,
                    "llm %s (%s): environment variable %s (api_key_env) is "
                    "not set or empty",
                    m->name, m->model, m->api_key_env);
+  /* A line break in the key would end the header and start another. */
+  for (p = *key; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      return err_set(e, ERR_CONFIG,
+                     "llm %s: environment variable %s holds a control "
+                     "character (a line break?)",
+                     m->name, m->api_key_env);
   return 0;
 }
 
@@ -304,6 +313,7 @@ static int post(struct llm_pool *p, const struct llm_model *m,
   struct http_opts o;
   int rc;
 
+  memset(h, 0, sizeof(*h)); /* releasable even when we fail early */
   snprintf(url, sizeof(url), "%s%s", m->base_url, path);
   if (key) {
     alen = strlen(key) + 32;
@@ -364,11 +374,10 @@ static int classify_http(const struct llm_model *m, int rc,
   excerpt(buf_str(&h->body), h->body.len, ex, sizeof(ex));
   if (h->status == 401 || h->status == 403) {
     resp->outcome = LLM_AUTH;
-    return err_set(e, ERR_HTTP,
-                   "llm %s: HTTP %ld from %s: key refused (check $%s): %s",
-                   who, h->status, m->base_url,
-                   m->api_key_env[0] ? m->api_key_env : "(no api_key_env)",
-                   ex);
+    return err_set(
+        e, ERR_HTTP, "llm %s: HTTP %ld from %s: key refused (check $%s): %s",
+        who, h->status, m->base_url,
+        m->api_key_env[0] ? m->api_key_env : "(no api_key_env)", ex);
   }
   if (h->status == 429) {
     resp->outcome = LLM_RATELIMIT;
@@ -437,8 +446,9 @@ int llm_chat(struct llm_pool *p, const struct llm_model *m,
   if (!m)
     m = llm_pool_model(p, 0);
   if (!m)
-    return err_set(e, ERR_CONFIG, "no LLM model is configured ([llm] model "
-                                  "or [model.NAME])");
+    return err_set(e, ERR_CONFIG,
+                   "no LLM model is configured ([llm] model "
+                   "or [model.NAME])");
   snprintf(resp->provider, sizeof(resp->provider), "%s", provider_name(m));
   resp->model_name = m->name;
   if (!req || req->n_messages == 0 || !req->messages) {
@@ -467,9 +477,9 @@ int llm_chat(struct llm_pool *p, const struct llm_model *m,
                  m->name);
     goto out;
   }
-  hrc = post(p, m, m->provider == LLM_PROVIDER_ANTHROPIC
-                       ? "/messages"
-                       : "/chat/completions",
+  hrc = post(p, m,
+             m->provider == LLM_PROVIDER_ANTHROPIC ? "/messages"
+                                                   : "/chat/completions",
              key, body, &h, e);
   resp->latency_s = h.elapsed_s;
   resp->http_status = (int)h.status;
@@ -477,12 +487,11 @@ int llm_chat(struct llm_pool *p, const struct llm_model *m,
   if (hrc || h.status < 200 || h.status > 299) {
     rc = classify_http(m, hrc, &h, resp, e);
   } else {
-    resp->outcome =
-        m->provider == LLM_PROVIDER_ANTHROPIC
-            ? llm_anthropic_parse(buf_str(&h.body), h.body.len, resp, why,
-                                  sizeof(why))
-            : llm_openai_parse(buf_str(&h.body), h.body.len, resp, why,
-                               sizeof(why));
+    resp->outcome = m->provider == LLM_PROVIDER_ANTHROPIC
+                        ? llm_anthropic_parse(buf_str(&h.body), h.body.len,
+                                              resp, why, sizeof(why))
+                        : llm_openai_parse(buf_str(&h.body), h.body.len, resp,
+                                           why, sizeof(why));
     rc = resp->outcome == LLM_OK
              ? 0
              : err_set(e, ERR_LLM, "llm %s (%s): %s", m->name, m->model, why);
@@ -505,6 +514,7 @@ static int parse_embed(const char *body, size_t len, size_t n,
   json_t *root = json_loadb(body, len, 0, &je), *data, *item, *vec, *x;
   size_t i, j, dim = 0;
   int rc = LLM_MALFORMED;
+  char *seen = NULL;
 
   if (!json_is_object(root)) {
     snprintf(why, wl, "embeddings response is not a JSON object");
@@ -527,7 +537,8 @@ static int parse_embed(const char *body, size_t len, size_t n,
     goto out;
   }
   out->data = calloc(n * dim, sizeof(float));
-  if (!out->data) {
+  seen = calloc(n, 1);
+  if (!out->data || !seen) {
     snprintf(why, wl, "out of memory");
     goto out;
   }
@@ -536,10 +547,11 @@ static int parse_embed(const char *body, size_t len, size_t n,
     json_t *ix = json_object_get(item, "index");
     size_t row = json_is_integer(ix) ? (size_t)json_integer_value(ix) : i;
     vec = json_object_get(item, "embedding");
-    if (row >= n || json_array_size(vec) != dim) {
+    if (row >= n || seen[row] || json_array_size(vec) != dim) {
       snprintf(why, wl, "embedding %zu has a bad index or dimension", i);
       goto out;
     }
+    seen[row] = 1;
     json_array_foreach(vec, j, x)
     {
       if (!json_is_number(x)) {
@@ -553,6 +565,7 @@ static int parse_embed(const char *body, size_t len, size_t n,
   out->dim = dim;
   rc = LLM_OK;
 out:
+  free(seen);
   json_decref(root);
   return rc;
 }
@@ -573,6 +586,9 @@ int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
   memset(&resp, 0, sizeof(resp));
   if (!p->has_embed)
     return err_set(e, ERR_NOTFOUND, "no embedding endpoint ([embed] model)");
+  if (n == 0 || n > 4096)
+    return err_set(e, ERR_USAGE, "llm embed: %zu texts (1 to 4096 allowed)",
+                   n);
   if ((rc = check_budget(p, e)) || (rc = get_key(m, &key, e)))
     return rc;
   snprintf(resp.provider, sizeof(resp.provider), "openai");
@@ -585,7 +601,7 @@ int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
   if (json_array_size(in) == n)
     body = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(root);
-  if (!body || !n)
+  if (!body)
     return err_set(e, ERR_PARSE, "llm embed: cannot encode %zu texts", n);
   hrc = post(p, m, "/embeddings", key, body, &h, e);
   free(body);
@@ -595,8 +611,8 @@ int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
   if (hrc || h.status < 200 || h.status > 299) {
     rc = classify_http(m, hrc, &h, &resp, e);
   } else {
-    resp.outcome = parse_embed(buf_str(&h.body), h.body.len, n, out, why,
-                               sizeof(why));
+    resp.outcome =
+        parse_embed(buf_str(&h.body), h.body.len, n, out, why, sizeof(why));
     resp.tokens_in = out->tokens_in;
     rc = resp.outcome == LLM_OK
              ? 0

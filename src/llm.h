@@ -23,10 +23,12 @@
 #define CUCO_LLM_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "err.h"
 
 struct config;
+struct json_t;
 
 enum llm_provider {
   LLM_PROVIDER_OPENAI = 0,    /* OpenAI-compatible /chat/completions */
@@ -44,9 +46,9 @@ struct llm_message {
 struct llm_request {
   const char *system; /* system prompt; NULL or "" for none */
   const struct llm_message *messages;
-  size_t n_messages;  /* at least 1; the first should be a user message */
-  double temperature; /* < 0: the provider's default (not sent) */
-  int max_tokens;     /* <= 0: the model's configured max_tokens */
+  size_t n_messages;       /* at least 1; the first should be a user message */
+  double temperature;      /* < 0: the provider's default (not sent) */
+  int max_tokens;          /* <= 0: the model's configured max_tokens */
   const char *const *stop; /* stop sequences, may be NULL */
   size_t n_stop;
   const char *purpose; /* mutate|meta|judge|transform|embed|doctor; recorded */
@@ -58,20 +60,20 @@ struct llm_request {
  * run on AUTH or BUDGET). */
 enum llm_outcome {
   LLM_OK = 0,
-  LLM_TRANSPORT,  /* no HTTP answer (connect refused, reset, DNS), after
-                     retries */
-  LLM_TIMEOUT,    /* connect or total timeout (not retried) */
-  LLM_HTTP,       /* another HTTP status (4xx other than 401/403/429) */
-  LLM_AUTH,       /* 401 or 403: wrong or missing key (not retried) */
-  LLM_RATELIMIT,  /* still 429 after max_retries */
-  LLM_SERVER,     /* still 5xx after max_retries */
-  LLM_MALFORMED,  /* 2xx but not the provider's JSON shape */
-  LLM_EMPTY,      /* 2xx, valid JSON, but no choices / no content */
-  LLM_REFUSAL,    /* the model refused (refusal field / stop_reason) */
-  LLM_TRUNCATED,  /* finish reason length / max_tokens: text is partial */
-  LLM_TOOBIG,     /* response body over max_response_bytes */
-  LLM_BUDGET,     /* refused before sending: budget spent */
-  LLM_NOKEY,      /* refused before sending: key variable unset/empty */
+  LLM_TRANSPORT, /* no HTTP answer (connect refused, reset, DNS), after
+                    retries */
+  LLM_TIMEOUT,   /* connect or total timeout (not retried) */
+  LLM_HTTP,      /* another HTTP status (4xx other than 401/403/429) */
+  LLM_AUTH,      /* 401 or 403: wrong or missing key (not retried) */
+  LLM_RATELIMIT, /* still 429 after max_retries */
+  LLM_SERVER,    /* still 5xx after max_retries */
+  LLM_MALFORMED, /* 2xx but not the provider's JSON shape */
+  LLM_EMPTY,     /* 2xx, valid JSON, but no choices / no content */
+  LLM_REFUSAL,   /* the model refused (refusal field / stop_reason) */
+  LLM_TRUNCATED, /* finish reason length / max_tokens: text is partial */
+  LLM_TOOBIG,    /* response body over max_response_bytes */
+  LLM_BUDGET,    /* refused before sending: budget spent */
+  LLM_NOKEY,     /* refused before sending: key variable unset/empty */
   LLM_OUTCOME_COUNT
 };
 
@@ -84,22 +86,25 @@ const char *llm_outcome_name(enum llm_outcome o);
  * free with llm_response_release(). */
 struct llm_response {
   enum llm_outcome outcome;
-  char *text;              /* malloc'd; set on OK and on TRUNCATED (partial),
-                              and the refusal text on REFUSAL; else NULL */
-  char finish_reason[32];  /* provider's own word: stop, length, end_turn.. */
-  long tokens_in;          /* from the provider's usage; 0 when absent */
+  char *text;             /* malloc'd; set on OK and on TRUNCATED (partial),
+                             and the refusal text on REFUSAL; else NULL */
+  char finish_reason[32]; /* provider's own word: stop, length, end_turn.. */
+  long tokens_in;         /* from the provider's usage; 0 when absent */
   long tokens_out;
-  double latency_s;        /* wall time of the whole call incl. retries */
-  double cost_usd;         /* tokens * the model's prices */
-  char model[128];         /* the model the server says answered */
-  char provider[16];       /* "openai" or "anthropic" */
-  const char *model_name;  /* pool entry name ("default", NAME); borrowed */
-  int http_status;         /* last HTTP status, 0 if none */
-  int attempts;            /* HTTP attempts made (1 + retries) */
-  long long call_id;       /* what the recorder returned (0 without one) */
+  double latency_s;       /* wall time of the whole call incl. retries */
+  double cost_usd;        /* tokens * the model's prices */
+  char model[128];        /* the model the server says answered */
+  char provider[16];      /* "openai" or "anthropic" */
+  const char *model_name; /* pool entry name ("default", NAME); borrowed */
+  int http_status;        /* last HTTP status, 0 if none */
+  int attempts;           /* HTTP attempts made (1 + retries) */
+  long long call_id;      /* what the recorder returned (0 without one) */
 };
 
-#define LLM_RESPONSE_INIT {0}
+#define LLM_RESPONSE_INIT                                                     \
+  {                                                                           \
+    0                                                                         \
+  }
 
 void llm_response_release(struct llm_response *r);
 
@@ -113,15 +118,15 @@ struct llm_model {
                             (local servers) */
   double timeout_s;      /* total per attempt */
   double connect_timeout_s;
-  int max_retries;       /* retries after the first attempt */
-  double retry_base_s;   /* first backoff delay; doubles each retry */
-  double retry_max_s;    /* cap on one delay (also on Retry-After) */
-  size_t max_response;   /* cap on the response body, bytes */
-  int max_tokens;        /* default max_tokens of a request */
-  double price_in;       /* USD per million input tokens */
-  double price_out;      /* USD per million output tokens */
-  int price_from_table;  /* 1: prices are cuco's built-in defaults */
-  double weight;         /* sampling weight (> 0) */
+  int max_retries;            /* retries after the first attempt */
+  double retry_base_s;        /* first backoff delay; doubles each retry */
+  double retry_max_s;         /* cap on one delay (also on Retry-After) */
+  size_t max_response;        /* cap on the response body, bytes */
+  int max_tokens;             /* default max_tokens of a request */
+  double price_in;            /* USD per million input tokens */
+  double price_out;           /* USD per million output tokens */
+  int price_from_table;       /* 1: prices are cuco's built-in defaults */
+  double weight;              /* sampling weight (> 0) */
   char anthropic_version[32]; /* anthropic-version header */
   int reasoning; /* OpenAI reasoning model (o1/o3/o4/gpt-5 by default):
                     max_completion_tokens, no temperature */
@@ -131,9 +136,9 @@ struct llm_model {
  * are borrowed for the duration of the callback; none holds a secret. */
 struct llm_record {
   const char *provider, *model, *model_name, *purpose;
-  const char *outcome; /* llm_outcome_name() */
-  const char *error;   /* one line, "" on success */
-  const char *prompt;  /* the request rendered as text (system + messages) */
+  const char *outcome;  /* llm_outcome_name() */
+  const char *error;    /* one line, "" on success */
+  const char *prompt;   /* the request rendered as text (system + messages) */
   const char *response; /* the text returned, "" when none */
   long tokens_in, tokens_out;
   double cost_usd, latency_s;
@@ -193,9 +198,13 @@ int llm_default_price(const char *model, double *in, double *out);
  * *e holding one line (never the key) and resp->outcome the kind:
  * ERR_BUDGET (budget), ERR_CONFIG (nokey), ERR_TIMEOUT (timeout),
  * ERR_HTTP (transport, http, auth, ratelimit, server), ERR_TOOBIG
- * (toobig), ERR_LLM (malformed, empty, refusal, truncated).  resp is
+ * (toobig), ERR_LLM (malformed, empty, refusal, truncated); also
+ * ERR_CONFIG when no model is configured, ERR_INTERNAL for a request
+ * without messages, ERR_PARSE when the prompt is not valid UTF-8.  resp is
  * filled as far as known in every case (tokens and cost too, so a
- * truncated answer still counts against the budget). */
+ * truncated answer still counts against the budget); release it with
+ * llm_response_release() whatever the result.  Blocks for up to
+ * (1 + max_retries) * timeout plus the waits. */
 int llm_chat(struct llm_pool *p, const struct llm_model *m,
              const struct llm_request *req, struct llm_response *resp,
              struct err *e) WARN_UNUSED;
@@ -205,19 +214,33 @@ int llm_chat(struct llm_pool *p, const struct llm_model *m,
 int llm_embed_available(const struct llm_pool *p);
 
 struct llm_embedding {
-  size_t n;      /* number of vectors (= texts) */
-  size_t dim;    /* length of each */
-  float *data;   /* n * dim floats, row-major; malloc'd */
+  size_t n;    /* number of vectors (= texts) */
+  size_t dim;  /* length of each */
+  float *data; /* n * dim floats, row-major; malloc'd */
   long tokens_in;
   double cost_usd;
 };
 
-/* Embed n texts.  Same errors as llm_chat (ERR_NOTFOUND when no [embed]
- * is configured); recorded with purpose "embed".  Free with
- * llm_embedding_release(). */
+/* Embed n texts (1..4096).  Same errors as llm_chat (ERR_NOTFOUND when
+ * no [embed] is configured, ERR_USAGE for n out of range); recorded with
+ * purpose "embed" and counted against the budget.  Row i of out->data is
+ * texts[i]'s vector.  Free with llm_embedding_release(). */
 int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
               struct llm_embedding *out, struct err *e) WARN_UNUSED;
 void llm_embedding_release(struct llm_embedding *emb);
+
+/* `cuco doctor --llm`: build the pool from cfg and send one tiny request
+ * ("Reply with the word ok.", max 16 tokens, purpose "doctor", budget not
+ * applied) to every configured model, one after the other.  Prints one
+ * line per model to out (NULL: nothing): name, provider, model, outcome,
+ * latency, and the error when it failed.  A truncated answer counts as a
+ * pass (the endpoint, model and key work).  When report is non-NULL it
+ * gets a new JSON array of {name, provider, model, outcome, latency_s,
+ * tokens_in, tokens_out, cost_usd, error}.  Returns the number of models
+ * that failed (0 = all answered), or a negative code with *e when the
+ * configuration is bad or no model is configured (ERR_CONFIG). */
+int llm_check_models(const struct config *cfg, FILE *out,
+                     struct json_t **report, struct err *e);
 
 /* Provider internals (llm_openai.c, llm_anthropic.c); not for agents. */
 /* Build the request body (JSON text, malloc'd) for m and req. */

@@ -84,8 +84,7 @@ enum llm_outcome llm_anthropic_parse(const char *body, size_t len,
   }
   model = json_object_get(root, "model");
   if (json_is_string(model))
-    snprintf(resp->model, sizeof(resp->model), "%s",
-             json_string_value(model));
+    snprintf(resp->model, sizeof(resp->model), "%s", json_string_value(model));
   sr = json_object_get(root, "stop_reason");
   if (json_is_string(sr))
     snprintf(resp->finish_reason, sizeof(resp->finish_reason), "%s",

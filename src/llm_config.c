@@ -41,8 +41,7 @@ int llm_default_price(const char *model, double *in, double *out)
 {
   size_t i, best = 0, bestlen = 0;
 
-  for (i = 0; model && i < sizeof(price_table) / sizeof(price_table[0]);
-       i++) {
+  for (i = 0; model && i < sizeof(price_table) / sizeof(price_table[0]); i++) {
     size_t l = strlen(price_table[i].prefix);
     if (!strncmp(model, price_table[i].prefix, l) && l > bestlen) {
       best = i;
@@ -63,9 +62,8 @@ static int is_reasoning_model(const char *id)
 }
 
 /* Read key from section, else (when inherit) from [llm]. */
-static const struct config_entry *lookup(const struct config *c,
-                                         const char *sec, const char *key,
-                                         int inherit)
+static const struct config_entry *
+lookup(const struct config *c, const char *sec, const char *key, int inherit)
 {
   const struct config_entry *v = config_find(c, sec, key);
 
@@ -89,8 +87,9 @@ static int copy_str(char *dst, size_t n, const struct config_entry *v,
   size_t i, l = strlen(v->value);
 
   if (l >= n)
-    return err_set(e, ERR_CONFIG, "%s: %s is too long (%zu bytes, at most %zu)",
-                   v->origin, what, l, n - 1);
+    return err_set(e, ERR_CONFIG,
+                   "%s: %s is too long (%zu bytes, at most %zu)", v->origin,
+                   what, l, n - 1);
   for (i = 0; i < l; i++)
     if (iscntrl((unsigned char)v->value[i]))
       return err_set(e, ERR_CONFIG, "%s: %s holds a control character",
@@ -166,7 +165,8 @@ int llm_model_from_config(const struct config *c, const char *sec,
                  ? "https://api.anthropic.com/v1"
                  : "https://api.openai.com/v1");
   }
-  while (strlen(m->base_url) > 8 && m->base_url[strlen(m->base_url) - 1] == '/')
+  while (strlen(m->base_url) > 8 &&
+         m->base_url[strlen(m->base_url) - 1] == '/')
     m->base_url[strlen(m->base_url) - 1] = '\0';
   v = lookup(c, sec, "api_key_env", same_provider);
   if (v && *v->value) {
@@ -182,10 +182,9 @@ int llm_model_from_config(const struct config *c, const char *sec,
                     e)) ||
       (rc = get_dbl(c, sec, "connect_timeout", 1, 10, 0.05, 3600,
                     &m->connect_timeout_s, e)) ||
-      (rc = get_dbl(c, sec, "retry_base", 1, 1, 0, 600, &m->retry_base_s,
-                    e)) ||
-      (rc = get_dbl(c, sec, "retry_max", 1, 60, 0, 3600, &m->retry_max_s,
-                    e)))
+      (rc =
+           get_dbl(c, sec, "retry_base", 1, 1, 0, 600, &m->retry_base_s, e)) ||
+      (rc = get_dbl(c, sec, "retry_max", 1, 60, 0, 3600, &m->retry_max_s, e)))
     return rc;
   v = lookup(c, sec, "max_retries", 1);
   if ((rc = config_get_long(c, v ? v->section : sec, "max_retries", 4, 0, 20,

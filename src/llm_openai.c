@@ -19,8 +19,8 @@ char *llm_openai_body(const struct llm_model *m, const struct llm_request *r,
     goto out;
   json_object_set_new(root, "model", json_string(m->model));
   if (r->system && *r->system)
-    json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system",
-                                          "content", r->system));
+    json_array_append_new(
+        msgs, json_pack("{s:s, s:s}", "role", "system", "content", r->system));
   for (i = 0; i < r->n_messages; i++)
     json_array_append_new(
         msgs, json_pack("{s:s, s:s}", "role",
@@ -113,8 +113,7 @@ enum llm_outcome llm_openai_parse(const char *body, size_t len,
   }
   model = json_object_get(root, "model");
   if (json_is_string(model))
-    snprintf(resp->model, sizeof(resp->model), "%s",
-             json_string_value(model));
+    snprintf(resp->model, sizeof(resp->model), "%s", json_string_value(model));
   choices = json_object_get(root, "choices");
   if (!choices) {
     json_t *em = json_object_get(json_object_get(root, "error"), "message");
@@ -154,8 +153,9 @@ enum llm_outcome llm_openai_parse(const char *body, size_t len,
     goto out;
   }
   if (!strcmp(resp->finish_reason, "content_filter")) {
-    snprintf(why, whylen, "the answer was withheld (finish_reason "
-                          "content_filter)");
+    snprintf(why, whylen,
+             "the answer was withheld (finish_reason "
+             "content_filter)");
     o = LLM_REFUSAL;
     goto out;
   }

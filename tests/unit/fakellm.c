@@ -185,8 +185,7 @@ static void load_scenario(const char *dir)
       continue;
     if (n_script == MAX_FILES)
       die("too many response files in %s", dir);
-    snprintf(script[n_script].name, sizeof(script[0].name), "%s",
-             de->d_name);
+    snprintf(script[n_script].name, sizeof(script[0].name), "%s", de->d_name);
     n_script++;
   }
   closedir(d);

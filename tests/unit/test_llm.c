@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,9 @@
 #include "http.h"
 #include "llm.h"
 
-#define KEY     "sk-test-secret-value-0000"
-#define KEYENV  "CUCO_TEST_LLM_KEY"
-#define DATA    "tests/data/llm/"
+#define KEY    "sk-test-secret-value-0000"
+#define KEYENV "CUCO_TEST_LLM_KEY"
+#define DATA   "tests/data/llm/"
 
 /* What the recorder saw. */
 static int n_records;
@@ -63,6 +64,13 @@ static int setup(void **state)
   n_sleeps = 0;
   buf_reset(&rec_all);
   setenv(KEYENV, KEY, 1);
+  /* libcurl honours proxy variables; the fake server is on loopback. */
+  unsetenv("http_proxy");
+  unsetenv("HTTP_PROXY");
+  unsetenv("https_proxy");
+  unsetenv("HTTPS_PROXY");
+  unsetenv("all_proxy");
+  unsetenv("ALL_PROXY");
   return 0;
 }
 
@@ -99,9 +107,15 @@ static struct llm_pool *pool_for(const char *provider, const char *url,
 static const struct llm_message std_msgs[] = {
     {LLM_ROLE_USER, "Make it faster."}};
 static const char *const std_stop[] = {"<END>"};
-static const struct llm_request std_req = {
-    "You are a CUDA expert.", std_msgs, 1, 0.7, 512, std_stop, 1, "mutate",
-    NULL};
+static const struct llm_request std_req = {"You are a CUDA expert.",
+                                           std_msgs,
+                                           1,
+                                           0.7,
+                                           512,
+                                           std_stop,
+                                           1,
+                                           "mutate",
+                                           NULL};
 
 /* Run std_req against scenario DATA/prov/name; fake sleeps when fake. */
 static int run_case(const char *prov, const char *name, const char *extra,
@@ -162,8 +176,7 @@ static void test_openai_ok(void **state)
       "\"You are a CUDA expert.\"},{\"role\":\"user\",\"content\":\"Make it "
       "faster.\"}],\"max_tokens\":512,\"temperature\":0.7,\"stop\":[\"<END>\""
       "]}");
-  assert_string_equal(fakellm_header(reqs, 0, "authorization"),
-                      "Bearer " KEY);
+  assert_string_equal(fakellm_header(reqs, 0, "authorization"), "Bearer " KEY);
   assert_string_equal(fakellm_header(reqs, 0, "content-type"),
                       "application/json");
   assert_null(fakellm_header(reqs, 0, "x-api-key"));
@@ -311,8 +324,7 @@ static void test_failures(void **state)
   (void)state;
   for (i = 0; i < 2; i++) {
     const char *p = provs[i];
-    fail_case(p, "ratelimit_always", NULL, ERR_HTTP, LLM_RATELIMIT, 3,
-              "429");
+    fail_case(p, "ratelimit_always", NULL, ERR_HTTP, LLM_RATELIMIT, 3, "429");
     fail_case(p, "timeout", "timeout = 0.3\n", ERR_TIMEOUT, LLM_TIMEOUT, 1,
               "timed out");
     fail_case(p, "malformed", NULL, ERR_LLM, LLM_MALFORMED, 1,
@@ -372,6 +384,15 @@ static void test_transport_error(void **state)
   assert_int_equal(n_records, 1);
   assert_string_equal(rec_outcome, "transport");
   llm_pool_free(p);
+  /* A URL curl cannot parse will not improve: no retry. */
+  n_sleeps = 0;
+  p = pool_for("openai", "http://[::1", NULL);
+  llm_pool_set_sleep(p, fake_sleep, NULL);
+  assert_int_equal(llm_chat(p, NULL, &std_req, &r, &e), ERR_HTTP);
+  assert_int_equal(r.outcome, LLM_TRANSPORT);
+  assert_int_equal(r.attempts, 1);
+  assert_int_equal(n_sleeps, 0);
+  llm_pool_free(p);
 }
 
 /* The real sleep path: Retry-After: 1 makes the call last >= 1 s. */
@@ -417,6 +438,67 @@ static void test_no_key(void **state)
   assert_int_equal(r.outcome, LLM_NOKEY);
   assert_non_null(strstr(e.msg, KEYENV));
   assert_int_equal(n_records, 0);
+  llm_pool_free(p);
+}
+
+static void test_key_with_newline(void **state)
+{
+  struct llm_pool *p = pool_for("openai", "http://127.0.0.1:1", NULL);
+  struct llm_response r;
+  struct err e = {0, ""};
+
+  (void)state;
+  setenv(KEYENV, "sk-abc\r\nX-Evil: 1", 1);
+  assert_int_equal(llm_chat(p, NULL, &std_req, &r, &e), ERR_CONFIG);
+  assert_int_equal(r.outcome, LLM_NOKEY);
+  assert_non_null(strstr(e.msg, "control character"));
+  assert_null(strstr(e.msg, "sk-abc"));
+  llm_pool_free(p);
+}
+
+struct thread_arg {
+  struct llm_pool *p;
+  int rc;
+};
+
+static void *chat_thread(void *ud)
+{
+  struct thread_arg *a = ud;
+  struct llm_response r;
+  struct err e = {0, ""};
+
+  a->rc = llm_chat(a->p, NULL, &std_req, &r, &e);
+  llm_response_release(&r);
+  return NULL;
+}
+
+/* Four threads on one pool: every call counted and recorded once. */
+static void test_concurrent_calls(void **state)
+{
+  struct thread_arg a[4];
+  pthread_t t[4];
+  struct fakellm f;
+  struct llm_pool *p;
+  json_t *reqs;
+  int i;
+
+  (void)state;
+  assert_int_equal(fakellm_start(&f, DATA "openai/four_ok"), 0);
+  p = pool_for("openai", f.url, NULL);
+  llm_pool_set_recorder(p, recorder, NULL);
+  for (i = 0; i < 4; i++) {
+    a[i].p = p;
+    assert_int_equal(pthread_create(&t[i], NULL, chat_thread, &a[i]), 0);
+  }
+  for (i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    assert_int_equal(a[i].rc, 0);
+  }
+  reqs = fakellm_stop(&f);
+  assert_int_equal(json_array_size(reqs), 4);
+  assert_int_equal(n_records, 4);
+  assert_true(fabs(llm_pool_spent(p) - 4 * 0.0052) < 1e-12);
+  json_decref(reqs);
   llm_pool_free(p);
 }
 
@@ -585,9 +667,9 @@ static void test_parsers(void **state)
 
   (void)state;
   memset(&r, 0, sizeof(r));
-  assert_int_equal(llm_openai_parse(oa_parts, strlen(oa_parts), &r, why,
-                                    sizeof(why)),
-                   LLM_OK);
+  assert_int_equal(
+      llm_openai_parse(oa_parts, strlen(oa_parts), &r, why, sizeof(why)),
+      LLM_OK);
   assert_string_equal(r.text, "abcd");
   llm_response_release(&r);
   memset(&r, 0, sizeof(r));
@@ -599,9 +681,9 @@ static void test_parsers(void **state)
   memset(&r, 0, sizeof(r));
   assert_int_equal(llm_openai_parse("[1]", 3, &r, why, sizeof(why)),
                    LLM_MALFORMED);
-  assert_int_equal(llm_anthropic_parse("{\"content\":[]}", 14, &r, why,
-                                       sizeof(why)),
-                   LLM_EMPTY);
+  assert_int_equal(
+      llm_anthropic_parse("{\"content\":[]}", 14, &r, why, sizeof(why)),
+      LLM_EMPTY);
   llm_response_release(&r);
   assert_true(http_parse_retry_after("3") == 3);
   assert_true(http_parse_retry_after(" 2 \r\n") == 2);
@@ -638,8 +720,7 @@ static void test_embeddings(void **state)
   assert_string_equal(fakellm_field(reqs, 0, "body"),
                       "{\"model\":\"text-embedding-3-small\",\"input\":[\"a\","
                       "\"b\"]}");
-  assert_string_equal(fakellm_header(reqs, 0, "authorization"),
-                      "Bearer " KEY);
+  assert_string_equal(fakellm_header(reqs, 0, "authorization"), "Bearer " KEY);
   assert_string_equal(rec_purpose, "embed");
   llm_embedding_release(&emb);
   json_decref(reqs);
@@ -664,6 +745,8 @@ int main(void)
       cmocka_unit_test_setup(test_retry_after_really_waits, setup),
       cmocka_unit_test_setup(test_retry_after_capped, setup),
       cmocka_unit_test_setup(test_no_key, setup),
+      cmocka_unit_test_setup(test_key_with_newline, setup),
+      cmocka_unit_test_setup(test_concurrent_calls, setup),
       cmocka_unit_test_setup(test_budget, setup),
       cmocka_unit_test_setup(test_pool_sampling, setup),
       cmocka_unit_test_setup(test_config_errors, setup),
