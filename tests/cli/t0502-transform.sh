@@ -18,11 +18,10 @@ start_fake() {
   export CUCO_LLM_BASE_URL=http://127.0.0.1:$PORT/v1
 }
 stop_fake() { kill "$FAKEPID" 2>/dev/null; wait "$FAKEPID" 2>/dev/null; }
-mkwl() { # a workload folder from workloads/gemm_allgather + the test ini
+mkwl() { # a copy of workloads/gemm_allgather (its hand-written seed too)
   mkdir -p "$1"
-  cp "$ROOT"/workloads/gemm_allgather/{baseline.cu,reference.cu,wl_gemm.cuh} "$1"/
-  cp "$ROOT"/tests/data/transform/workload.ini "$1"/
-  printf '// CUCO-PLACEHOLDER: until transform writes it\n' >"$1/seed.cu"
+  cp "$ROOT"/workloads/gemm_allgather/*.cu "$ROOT"/workloads/gemm_allgather/*.cuh \
+     "$ROOT"/workloads/gemm_allgather/workload.ini "$1"/
 }
 
 W=$TMP/ga
@@ -37,7 +36,7 @@ expect_rc "no code block: no seed" 1 "$CUCO" transform "$W" --max-iters 1 --work
 stop_fake
 expect_grep "reason names the stage" "$TMP/err" "stage 1 did not pass in 1 iterations; last: the answer holds no complete"
 expect_grep "judge saw the failure" "$TMP/nc/02-judge-prompt.md" "no complete \`\`\` code block"
-expect_grep "placeholder kept" "$W/seed.cu" "CUCO-PLACEHOLDER"
+if cmp -s "$W/seed.cu" "$ROOT/workloads/gemm_allgather/seed.cu"; then ok "the workload's seed is untouched"; else not_ok "the workload's seed is untouched" "changed"; fi
 
 if ! command -v nvcc >/dev/null; then
   ok "# SKIP recorded transformation (no nvcc)"
@@ -48,7 +47,7 @@ start_fake "$ROOT/tests/data/transform/gemm_allgather"
 expect_rc "recorded transformation runs to a seed" 0 "$CUCO" transform "$W" --max-iters 4
 stop_fake
 cp "$TMP/out" "$TMP/transform.out"
-expect_grep "reports the seed" "$TMP/transform.out" "^seed: $W/seed.cu"
+expect_grep "reports the seed (not over the real one)" "$TMP/transform.out" "^seed: $W/transform/seed.cu"
 expect_grep "reports what was checked" "$TMP/transform.out" "(verified on the small sizes|compiled \(no GPU run: not verified\)) after 3 iterations, EVOLVE blocks by the LLM"
 L=$W/transform
 expect_grep "stage 1 passed" "$L/01-stage1-verdict.txt" "^PASS"
@@ -57,10 +56,16 @@ expect_grep "the judge got the nvcc error" "$L/03-judge-prompt.md" "no instance 
 expect_grep "the diagnosis fed the next attempt" "$L/04-stage2-prompt.md" "Root cause: the ncclLsaBarrierSession constructor"
 expect_grep "the retry passed" "$L/04-stage2-verdict.txt" "^PASS"
 expect_grep "the marked seed passed" "$L/05-final-verdict.txt" "^PASS"
-expect_no_grep "placeholder replaced" "$W/seed.cu" "CUCO-PLACEHOLDER"
-expect_grep "seed has EVOLVE blocks" "$W/seed.cu" "^// EVOLVE-BLOCK-START"
-expect_grep "seed has the conservative directives" "$W/seed.cu" "^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=global issuer=cta"
-expect_rc "analyze the seed" 0 "$CUCO" analyze --json "$W/seed.cu"
+if cmp -s "$W/seed.cu" "$ROOT/workloads/gemm_allgather/seed.cu"; then ok "hand-written seed kept"; else not_ok "hand-written seed kept" "overwritten"; fi
+S=$W/transform/seed.cu
+expect_grep "seed has EVOLVE blocks" "$S" "^// EVOLVE-BLOCK-START"
+expect_grep "seed has the conservative directives" "$S" "^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=global issuer=cta"
+expect_grep "seed lists every workload param" "$S" "^// CUCO-PARAM push_threads=128"
+W2=$TMP/ga2
+mkwl "$W2"
+cp "$S" "$W2/seed.cu"
+expect_rc "as the workload's seed it passes cuco eval --static-only" 0 "$CUCO" eval "$W2" --static-only
+expect_rc "analyze the seed" 0 "$CUCO" analyze --json "$S"
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["summary"]; assert s["collectives"]==0 and s["p2p"]==0, s; assert s["launches"]==1, s' "$TMP/out"; then
   ok "no host collective left, one device kernel"
 else

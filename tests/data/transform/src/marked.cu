@@ -23,16 +23,20 @@ struct bl {
 // EVOLVE-BLOCK-START
 // CUCO-DIRECTIVES backend=lsa placement=deferred sync=global issuer=cta chunk=64MiB
 // CUCO-PARAM comm_ctas=1
+// CUCO-PARAM push_threads=128
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 1
 #endif
-#define AG_CTAS (8 * CUCO_PARAM_comm_ctas)
+#ifndef CUCO_PARAM_push_threads
+#define CUCO_PARAM_push_threads 128
+#endif
+#define AG_CTAS (4 * CUCO_PARAM_comm_ctas) // <= AG_MAX_CTAS barriers
 
 // Deferred all-gather over LSA: CTA b copies its slice of this rank's shard
 // into every peer's gathered buffer at this rank's offset, with an LSA
 // barrier (index b) before (peers are done reading the previous step's
 // data) and after (publish the stores; the GEMM in the next kernel reads).
-__global__ void __launch_bounds__(512)
+__global__ void __launch_bounds__(1024)
 ag_push_kernel(const uint4 *src, ncclWindow_t ag_win, ncclDevComm dc,
                size_t shard_bytes) {
   ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), dc, ncclTeamTagLsa(),
@@ -43,13 +47,15 @@ ag_push_kernel(const uint4 *src, ncclWindow_t ag_win, ncclDevComm dc,
   for (int k = 1; k <= dc.lsaSize; k++) {
     int peer = (dc.lsaRank + k) % dc.lsaSize;
     uint4 *dst = (uint4 *)ncclGetLsaPointer(ag_win, base, peer);
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16;
-         i += (size_t)gridDim.x * blockDim.x)
-      dst[i] = src[i];
-    if (blockIdx.x == 0) { // the bytes past the last 16-byte word
+    if (shard_bytes % 16 == 0) { // 16-byte stores: every offset aligned
+      for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16;
+           i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+    } else { // odd shard sizes leave peer offsets unaligned: bytes
       const unsigned char *s8 = (const unsigned char *)src;
       unsigned char *d8 = (unsigned char *)dst;
-      for (size_t i = n16 * 16 + threadIdx.x; i < shard_bytes; i += blockDim.x)
+      for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+           i < shard_bytes; i += (size_t)gridDim.x * blockDim.x)
         d8[i] = s8[i];
     }
   }
@@ -88,7 +94,7 @@ extern "C" int wl_step(struct wl_ctx *ctx) {
   struct bl *u = (struct bl *)rt_get_user(ctx);
   cudaStream_t st = rt_stream(ctx);
   size_t shard_bytes = (size_t)u->s.Mr * u->s.K * 2;
-  ag_push_kernel<<<AG_CTAS, 512, 0, st>>>((const uint4 *)u->A, u->ag_win,
+  ag_push_kernel<<<AG_CTAS, CUCO_PARAM_push_threads, 0, st>>>((const uint4 *)u->A, u->ag_win,
                                           u->dc, shard_bytes);
   RT_LAUNCH(ctx);
   return wl_gemm_run(ctx, &u->g, u->lt, u->Ag, u->B, u->C, st);
