@@ -23,6 +23,57 @@ static const struct cmd commands[] = {
      "  --json      print the description as JSON\n"
      "  -o FILE     also write the JSON description to FILE\n"
      "  --llm       send one tiny request to each configured model\n"},
+    {"analyze", cmd_analyze,
+     "find NCCL calls, kernels, GEMMs, syncs and their dataflow in a .cu",
+     "usage: cuco analyze FILE.cu [--json]\n"
+     "\n"
+     "Static analysis of a host-driven CUDA program: every NCCL host call\n"
+     "(arguments, communicator, stream, buffers, ncclGroupStart/End\n"
+     "groups, the macro it is wrapped in), kernel launches with grid,\n"
+     "block and stream, cuBLAS/cuBLASLt GEMMs, copies, events and\n"
+     "synchronisations, the order of compute and communication per\n"
+     "function, and which kernel or GEMM produces each buffer a\n"
+     "collective sends (by argument names).  Comments and strings are\n"
+     "ignored.  Macros that hide a call in their definition are not\n"
+     "expanded.\n"
+     "\n"
+     "  --json      print the report as JSON\n"},
+    {"transform", cmd_transform,
+     "turn a host-driven baseline into a device-initiated seed (LLM)",
+     "usage: cuco transform WORKLOAD [--llm NAME] [--max-iters N]\n"
+     "                      [--out FILE] [--work DIR] [--ranks N]\n"
+     "                      [--budget USD] [--compile-only]\n"
+     "\n"
+     "An LLM loop in two stages: (1) communication infrastructure\n"
+     "(symmetric windows, device communicator, barriers), (2) every host\n"
+     "collective replaced by device-initiated communication (NCCL device\n"
+     "API), conservative design first (placement=deferred sync=global\n"
+     "issuer=cta, one coarse chunk).  Each attempt is checked statically,\n"
+     "built and, where a GPU exists, verified on the small sizes (else\n"
+     "compiled only, and said so); a failure is diagnosed by an LLM judge\n"
+     "and the diagnosis feeds the next attempt.  The result gets EVOLVE\n"
+     "blocks (LLM, else by rule) and is checked again.  Every prompt,\n"
+     "answer and verdict is kept in the work folder.\n"
+     "\n"
+     "  --llm NAME      the model ([model.NAME]; default: the first)\n"
+     "  --max-iters N   generation attempts over both stages\n"
+     "                  (default [transform] max_iters, else 8)\n"
+     "  --out FILE      where the seed goes (default WORK/seed.cu)\n"
+     "  --work DIR      prompts, answers, verdicts, llm_calls.jsonl\n"
+     "                  (default WORKLOAD/transform)\n"
+     "  --ranks N       ranks for verification (default: the smallest)\n"
+     "  --budget USD    LLM budget (default [transform] budget_usd)\n"
+     "  --compile-only  never run candidates, even with a GPU\n"},
+    {"init", cmd_init, "scaffold a workload folder",
+     "usage: cuco init DIR [--from FILE.cu] [--name NAME] [--force]\n"
+     "\n"
+     "Create DIR with workload.ini, baseline.cu and README.md.  With\n"
+     "--from, baseline.cu is a copy of FILE.cu and the README summarises\n"
+     "its communication (cuco analyze); without it, baseline.cu is a\n"
+     "template implementing the runtime ABI with a kernel and a host\n"
+     "ncclAllGather.  NAME defaults to the folder's name.  An existing\n"
+     "non-empty DIR is refused unless --force (files are then replaced,\n"
+     "others kept).\n"},
     {"eval", cmd_eval, "evaluate a candidate: static, build, verify, bench",
      "usage: cuco eval WORKLOAD [--candidate FILE | --impl NAME|all | "
      "--cheats]\n"

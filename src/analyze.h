@@ -1,0 +1,113 @@
+/* analyze.h - static analysis of a host-driven CUDA program.
+ *
+ * Finds, per function and in source order: every NCCL host call (with its
+ * arguments, communicator, stream, buffers read and written, and whether it
+ * sits inside ncclGroupStart/End), kernel launches (<<<grid, block, smem,
+ * stream>>> and cudaLaunchKernel*), cuBLAS/cuBLASLt GEMMs (compute), CUDA
+ * copies, events and synchronisations, and the dataflow between them by
+ * argument names: which kernel or GEMM produced the buffer a collective
+ * sends, and who consumes what a collective received.  Built on cutok, so
+ * calls inside comments and strings are ignored and calls wrapped in macros
+ * (NCCLCHECK(ncclAllGather(...))) are seen, with the macro recorded.
+ */
+#ifndef CUCO_ANALYZE_H
+#define CUCO_ANALYZE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "err.h"
+
+#define ANALYZE_MAX_ARGS 24
+#define ANALYZE_TEXT     160
+#define ANALYZE_MAX_BUFS 8
+
+enum analyze_kind {
+  ANALYZE_NCCL = 0,    /* any nccl* host call */
+  ANALYZE_LAUNCH,      /* kernel launch */
+  ANALYZE_GEMM,        /* cuBLAS / cuBLASLt matrix multiply */
+  ANALYZE_COPY,        /* cudaMemcpy*, cudaMemset* */
+  ANALYZE_EVENT,       /* cudaEventRecord, cudaStreamWaitEvent */
+  ANALYZE_SYNC,        /* cudaStreamSynchronize, cudaDeviceSynchronize, ... */
+  ANALYZE_BLAS_STREAM, /* cublasSetStream: binds a handle to a stream */
+  ANALYZE_CALL,        /* call of a function defined in the same file */
+};
+
+struct analyze_op {
+  enum analyze_kind kind;
+  char name[64];     /* callee: "ncclAllGather", kernel name, ... */
+  char category[16]; /* nccl: collective|p2p|group|init|window|memory|
+                        devcomm|teardown|query|other; else the kind */
+  int func;          /* index into functions */
+  int line, col;
+  char via[64]; /* enclosing macro, e.g. "NCCLCHECK", or "" */
+  int nargs;
+  char args[ANALYZE_MAX_ARGS][ANALYZE_TEXT];
+  char comm[ANALYZE_TEXT];     /* communicator expression, "" if none */
+  char comm_key[ANALYZE_TEXT]; /* its base: "comms" for "comms[i]" */
+  char stream[ANALYZE_TEXT];   /* stream expression, "" = default stream */
+  char grid[ANALYZE_TEXT], block[ANALYZE_TEXT], smem[ANALYZE_TEXT];
+  int nreads, nwrites;
+  char reads[ANALYZE_MAX_BUFS][ANALYZE_TEXT];  /* buffer keys */
+  char writes[ANALYZE_MAX_BUFS][ANALYZE_TEXT]; /* buffer keys */
+  int writes_assumed; /* launch of a kernel not defined here: all args */
+  int group;          /* ncclGroupStart/End id (1-based), 0 = not grouped */
+  int external;       /* a function not defined in this file, kept only when it
+                         consumes or produces a buffer of a collective */
+};
+
+struct analyze_func {
+  char name[96];
+  int line, col, end_line;
+  int start_line; /* first line of the definition (template, qualifiers) */
+  int is_kernel;  /* __global__ */
+  int nparams;
+  char params[ANALYZE_MAX_ARGS][64];
+  int param_written[ANALYZE_MAX_ARGS]; /* kernels: stored through */
+};
+
+struct analyze_flow {
+  char buffer[ANALYZE_TEXT];
+  int producer; /* op index */
+  int consumer; /* op index */
+};
+
+struct analyze_report {
+  char file[256];
+  struct analyze_op *ops;
+  size_t nops;
+  struct analyze_func *funcs;
+  size_t nfuncs;
+  struct analyze_flow *flows;
+  size_t nflows;
+};
+
+/* Analyze src[0..len) (name is used in messages).  Returns a new report
+ * (caller frees with analyze_report_free) or NULL with *e set: ERR_PARSE
+ * naming name:line:col for source the tokenizer rejects, ERR_TOOBIG,
+ * ERR_NOMEM. */
+struct analyze_report *analyze_source(const char *name, const char *src,
+                                      size_t len, struct err *e);
+
+/* Read path (capped at 8 MiB) and analyze it; ERR_IO if unreadable. */
+struct analyze_report *analyze_file(const char *path, struct err *e);
+
+void analyze_report_free(struct analyze_report *r);
+
+/* Number of NCCL data-movement calls left (collectives and send/recv):
+ * what `cuco transform` must drive to zero. */
+size_t analyze_host_comm_count(const struct analyze_report *r);
+
+/* The report as JSON (new reference) or NULL on allocation failure. */
+json_t *analyze_report_json(const struct analyze_report *r);
+
+/* The human-readable report appended to out; 0 or the buffer's error. */
+int analyze_report_text(const struct analyze_report *r, struct buf *out);
+
+/* Read a whole file into a new NUL-terminated string, at most max bytes;
+ * *len gets its length.  ERR_IO / ERR_TOOBIG / ERR_NOMEM. */
+char *analyze_read_file(const char *path, size_t max, size_t *len,
+                        struct err *e);
+
+#endif
