@@ -230,7 +230,7 @@ static inline long long kv_recv_rows(const struct kv_shape *s, int dr) {
 // ---- RoPE (rotate-half, theta 5e5), frozen.  The table holds cos and sin
 // for positions [0, maxpos) and pair index i in [0, HD/2): angle =
 // pos * theta^(-2i/HD), computed in double, stored fp32.
-__global__ void kv_rope_table_kernel(float2 *tab, long long maxpos, int hd) {
+static __global__ void kv_rope_table_kernel(float2 *tab, long long maxpos, int hd) {
   long long n = maxpos * (hd / 2);
   for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < n;
        k += (long long)gridDim.x * blockDim.x) {
@@ -249,7 +249,7 @@ __device__ static inline void kv_rope_pair(float a, float b, float2 cs, float *r
 }
 
 // In-place RoPE on the K half of KV [S][2W] (bf16): one thread per pair.
-__global__ void kv_rope_kernel(__nv_bfloat16 *kv, const int *pos, const float2 *tab,
+static __global__ void kv_rope_kernel(__nv_bfloat16 *kv, const int *pos, const float2 *tab,
                                long long S, int hkv, int hd) {
   long long half = hd / 2, per_row = (long long)hkv * half, n = S * per_row;
   long long w2 = 2LL * hkv * hd;
@@ -337,7 +337,7 @@ static inline void kv_core_free(struct kv_core *c) {
 // Scatter N rows of received KV ([N][2W] bf16, rows in this decode rank's
 // incoming order starting at row R0) of layer L into POOL.  RSLOT: the
 // device slot offsets of incoming rows.  16-byte vectors (W % 8 == 0).
-__global__ void kv_scatter_kernel(__nv_bfloat16 *pool, const __nv_bfloat16 *rows,
+static __global__ void kv_scatter_kernel(__nv_bfloat16 *pool, const __nv_bfloat16 *rows,
                                   const long long *rslot, long long r0, long long n,
                                   long long W, long long l, long long slab) {
   const long long vec = W / 8;  // uint4 per K (or V) row

@@ -246,8 +246,9 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
   u->flags = (unsigned long long *)rt_alloc(
       ctx, "flags", (size_t)s->R * s->L * SD_FLAG_SLOTS * 8, RT_SCRATCH, RT_I64,
       RT_WINDOW | RT_ZERO);
+  // Staging is a window only where GIN puts need it as a source.
   u->stage = rt_alloc(ctx, "stage", (size_t)s->L * s->S * n * 2, RT_SCRATCH, RT_BF16,
-                      RT_WINDOW);
+                      CUCO_BACKEND == CUCO_BACKEND_GIN ? RT_WINDOW : 0);
   u->done = (unsigned long long *)rt_alloc(ctx, "done", (size_t)s->L * 8, RT_SCRATCH, RT_I64,
                                            RT_ZERO);
   u->dst = (int *)rt_alloc(ctx, "dst", sizeof(int) * s->S, RT_SCRATCH, RT_I32, 0);
