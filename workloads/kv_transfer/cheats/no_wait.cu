@@ -1,8 +1,9 @@
 // CUCO-EXPECT-REJECT: verify poison (decode rank does not wait for the ready flags)
-// workloads/kv_transfer/cheats/no_wait.cu - CHEAT (must be rejected): the decode rank never waits for the layers' ready flags and its step stream
-// does not join the push, so its clock stops (and the snapshot is taken) while
-// KV is still in flight.
-// Derived from seed.cu; only the EVOLVE block differs.
+// workloads/kv_transfer/cheats/no_wait.cu - CHEAT (must be rejected):
+// the decode rank never waits for the layers' ready flags and its step
+// stream does not join the push, so its clock stops (and the snapshot is
+// taken) while KV is still in flight.
+// Derived from seed.cu by tools/make_cheats.py; only the EVOLVE block differs.
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,12 +58,11 @@ __device__ static inline void sd_store_release(unsigned long long *p, unsigned l
 __device__ static inline void sd_row(ncclWindow_t pool_win, const uint4 *src, int d,
                                      long long slot, long long l, long long slab,
                                      long long vec16, unsigned lane, unsigned nlanes) {
-  for (long long k = lane; k < 2 * vec16; k += nlanes) {
-    long long kv = k / vec16, v = k % vec16;
-    size_t off = ((size_t)(l * 2 + kv) * slab + slot) * 2 + (size_t)v * 16;
-    uint4 *dst = (uint4 *)ncclGetLsaPointer(pool_win, off, d);
-    *dst = src[k];
-  }
+  // The peer's K and V rows of this token (a window maps contiguously).
+  uint4 *kd = (uint4 *)ncclGetLsaPointer(pool_win, ((size_t)(l * 2) * slab + slot) * 2, d);
+  uint4 *vd = kd + (size_t)slab / 8;  // slab elements of bf16 = slab / 8 uint4
+  for (long long k = lane; k < 2 * vec16; k += nlanes)
+    (k < vec16 ? kd : vd - vec16)[k] = src[k];
 }
 
 // Push layers [L0, L1) of this prefill rank: CTA b takes items b, b+G, ...
