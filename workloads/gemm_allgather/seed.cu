@@ -210,9 +210,10 @@ static int plan(struct wl_ctx *ctx, struct sd *u, int me) {
   return 0;
 }
 
-static int step(struct wl_ctx *ctx, struct sd *u) {
+// One step with the compute on stream ST (rt_stream(ctx) for the real
+// thing; ST must be ordered after rt_stream(ctx)).
+static int step_on(struct wl_ctx *ctx, struct sd *u, cudaStream_t st) {
   const struct wl_shape *s = &u->s;
-  cudaStream_t st = rt_stream(ctx);
   const int me = rt_rank(ctx), R = (int)s->R;
   const unsigned long long ep = rt_epoch(ctx);
   const size_t block = (size_t)s->Mr * s->K * 2;
@@ -276,6 +277,10 @@ static int step(struct wl_ctx *ctx, struct sd *u) {
   }
   RT_CUDA(ctx, cudaStreamWaitEvent(st, u->pushed, 0));  // join the comm stream
   return 0;
+}
+
+static int step(struct wl_ctx *ctx, struct sd *u) {
+  return step_on(ctx, u, rt_stream(ctx));
 }
 // EVOLVE-BLOCK-END
 
