@@ -42,6 +42,8 @@ struct sd {
 #if CUCO_PLACEMENT == CUCO_PLACEMENT_PER_TILE
 #error "placement=per_tile needs the shared GEMM tile core (runtime/gemm_tile.cuh); use deferred or split"
 #endif
+// sync=global is not in this workload's space (a barrier over all ranks
+// would also stall prefill ranks on each other); it builds as per_peer.
 #if CUCO_PARAM_comm_ctas > SD_FLAG_SLOTS
 #error "comm_ctas must be at most SD_FLAG_SLOTS"
 #endif
