@@ -1,0 +1,74 @@
+#!/bin/bash
+# kv_transfer (issue 12): every file of the workload compiles for sm_90
+# (baselines, reference, the seed under several directive sets incl. the
+# GIN path, the compute-only bound tool, every cheat, and the seed and
+# cheats in virtual-rank mode when the runtime has it); the cheats carry a
+# CUCO-EXPECT-REJECT first line and differ from the seed only inside the
+# EVOLVE block; workload.ini sizes match the GPU script.  No GPU needed.
+. "$(dirname "$0")/lib.sh"
+
+WL=$ROOT/workloads/kv_transfer
+# --- static checks (no compiler needed) ---
+frozen() {  # the seed/cheat text outside EVOLVE blocks, minus the header comment
+  awk '/EVOLVE-BLOCK-START/{skip=1} !skip && !/^\/\//{print} /EVOLVE-BLOCK-END/{skip=0}' "$1"
+}
+frozen "$WL/seed.cu" >"$TMP/seed.frozen"
+for c in "$WL"/cheats/*.cu; do
+  b=$(basename "$c")
+  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z]'; then
+    ok "cheat $b has a CUCO-EXPECT-REJECT first line"
+  else
+    not_ok "cheat $b has a CUCO-EXPECT-REJECT first line" "$(head -1 "$c")"
+  fi
+  frozen "$c" >"$TMP/c.frozen"
+  if cmp -s "$TMP/seed.frozen" "$TMP/c.frozen"; then ok "cheat $b changes only the EVOLVE block"
+  else not_ok "cheat $b changes only the EVOLVE block" "$(diff "$TMP/seed.frozen" "$TMP/c.frozen" | head -5)"; fi
+  if cmp -s "$WL/seed.cu" "$c"; then not_ok "cheat $b differs from the seed" "identical"
+  else ok "cheat $b differs from the seed"; fi
+done
+awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -4 >"$TMP/evhead"
+expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
+  '^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=per_peer issuer=cta chunk=1MiB$'
+expect_grep "seed: comm_ctas param" "$TMP/evhead" '^// CUCO-PARAM comm_ctas=8$'
+# workload.ini sizes == the GPU script's table (same strings)
+grep -E '^[a-z_0-9]+ *= *L=' "$WL/workload.ini" | sed 's/ *= */=/' | sort >"$TMP/ini"
+grep -oE '\[[a-z_0-9]+\]="L=[^"]*"' "$ROOT/tests/gpu/kv_transfer.sh" |
+  sed -E 's/\[([a-z_0-9]+)\]="([^"]*)"/\1=\2/' | sort >"$TMP/gpu"
+if [ -s "$TMP/ini" ] && cmp -s "$TMP/ini" "$TMP/gpu"; then ok "workload.ini sizes match tests/gpu/kv_transfer.sh"
+else not_ok "workload.ini sizes match tests/gpu/kv_transfer.sh" "$(diff "$TMP/ini" "$TMP/gpu" | head -5)"; fi
+expect_grep "verify set names only sizes without must-stay-poison elements" "$WL/workload.ini" \
+  '^verify = v_tiny, v_small, v_odd, v_mid$'
+
+# --- compile checks ---
+NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if ! [ -x "$NVCC" ]; then
+  echo "ok $((_n + 1)) # SKIP no nvcc"; _n=$((_n + 1)); done_testing; exit $?
+fi
+INC=(-I"$ROOT/runtime" -I"$WL")
+[ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
+NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
+cc() {  # NAME SRC [FLAGS...]
+  local name=$1 src=$2; shift 2
+  expect_rc "$name compiles" 0 "${NV[@]}" "$@" -c "$src" -o "$TMP/o.o"
+}
+cc "reference.cu" "$WL/reference.cu"
+cc "baseline.cu (A, deferred)" "$WL/baseline.cu"
+cc "baseline_streamed.cu (B)" "$WL/baseline_streamed.cu"
+cc "tools/compute_only.cu" "$WL/tools/compute_only.cu"
+cc "seed.cu (its directives)" "$WL/seed.cu"
+cc "seed.cu split per_chunk warp 16 CTAs" "$WL/seed.cu" -DCUCO_PLACEMENT=3 -DCUCO_SYNC=3 \
+  -DCUCO_ISSUER=2 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_comm_ctas=16
+cc "seed.cu thread issuer" "$WL/seed.cu" -DCUCO_ISSUER=1 -DCUCO_PARAM_push_threads=128
+cc "seed.cu GIN path" "$WL/seed.cu" -DCUCO_BACKEND=2 -DCUCO_PLACEMENT=3
+expect_rc "seed.cu refuses placement=per_tile (no GEMM tile yet)" 1 \
+  "${NV[@]}" -DCUCO_PLACEMENT=2 -c "$WL/seed.cu" -o "$TMP/o.o"
+expect_grep "per_tile refusal names the reason" "$TMP/err" "placement=per_tile needs the shared GEMM tile"
+for c in "$WL"/cheats/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
+if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
+  cc "seed.cu in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS
+  cc "seed.cu split per_chunk in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \
+    -DCUCO_PLACEMENT=3 -DCUCO_SYNC=3
+else
+  ok "virtual-rank mode # SKIP runtime has no vnccl.cuh yet"
+fi
+done_testing

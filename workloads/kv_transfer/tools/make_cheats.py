@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""workloads/kv_transfer/tools/make_cheats.py - regenerate cheats/*.cu from
+seed.cu.  Each cheat is the seed with a few edits inside its EVOLVE block
+(the frozen part stays byte-identical, which t0901 checks).  Run from the
+workload folder after editing seed.cu:  python3 tools/make_cheats.py"""
+import os
+
+seed = open('seed.cu').read()
+body = seed[seed.index('#include <stdlib.h>'):]
+WAIT = '''    const int nf = CUCO_SYNC == CUCO_SYNC_PER_CHUNK ? CUCO_PARAM_comm_ctas : 1;
+    sd_wait<<<1, 256, 0, st>>>(u->flags, u->pmask, s->L, nf, ep);'''
+JOIN = '''  RT_CUDA(ctx, cudaEventRecord(u->join, u->comm));
+  RT_CUDA(ctx, cudaStreamWaitEvent(st, u->join, 0));
+  return 0;
+}
+// EVOLVE-BLOCK-END'''
+NOJOIN = '''  // CHEAT: the step stream never joins the communication stream.
+  return 0;
+}
+// EVOLVE-BLOCK-END'''
+COMPUTE = '    for (long long l = 0; l < s->L; l++) {\n      if (kv_compute_layer('
+
+
+def mk(name, expect, desc, reps):
+    b = body
+    for old, new in reps:
+        assert old in b, (name, old)
+        b = b.replace(old, new)
+    head = (f"// CUCO-EXPECT-REJECT: {expect}\n"
+            f"// workloads/kv_transfer/cheats/{name}.cu - CHEAT (must be rejected):\n"
+            + "".join(f"// {line}\n" for line in desc.split("\n"))
+            + "// Derived from seed.cu by tools/make_cheats.py; only the EVOLVE block differs.\n")
+    open(os.path.join('cheats', name + '.cu'), 'w').write(head + b)
+
+
+mk('no_wait', 'verify poison (decode rank does not wait for the ready flags)',
+   "the decode rank never waits for the layers' ready flags and its step\n"
+   "stream does not join the push, so its clock stops (and the snapshot is\n"
+   "taken) while KV is still in flight.",
+   [(WAIT, '    // CHEAT: no wait for the ready flags.\n    (void)0;'), (JOIN, NOJOIN)])
+mk('stale_flags', 'verify poison (waits on flags left by the previous step)',
+   "the wait accepts any non-zero flag instead of this step's epoch, so\n"
+   "from the second step on the previous step's flags satisfy it early.",
+   [(WAIT, WAIT.replace('nf, ep)', 'nf, 1ull)  /* CHEAT: stale epoch */')), (JOIN, NOJOIN)])
+mk('partial_layers', 'verify poison (the last layer is never pushed)',
+   "the last layer is never pushed (and never waited for).",
+   [('if (push(ctx, u, 0, s->L, ep) != 0) return -1;',
+     'if (push(ctx, u, 0, s->L - 1, ep) != 0) return -1;  // CHEAT'),
+    ('      if (push(ctx, u, l, l + 1, ep) != 0) return -1;',
+     '      if (l + 1 < s->L && push(ctx, u, l, l + 1, ep) != 0) return -1;  // CHEAT'),
+    ('int nf, unsigned long long epoch) {\n',
+     'int nf, unsigned long long epoch) {\n  L -= 1;  // CHEAT: the last layer is not waited for\n')])
+mk('layer_reuse', "verify rel-l2 (layer 0's KV stored for every layer)",
+   "only layer 0 is computed; its KV is pushed into every layer's pages.",
+   [('    const uint4 *lay = (const uint4 *)(stage + (size_t)l * S * 2 * W);',
+     '    const uint4 *lay = (const uint4 *)stage;  // CHEAT: layer 0 for all'),
+    (COMPUTE, COMPUTE.replace('if (kv_compute_layer(', 'if (l == 0 && kv_compute_layer(  /* CHEAT */'))])
+mk('wrong_table', 'verify rel-l2 (block table ignored)',
+   "the block table is ignored: rows go to blocks in arrival order.",
+   [('sd_row(pool_win, lay + r * 2 * vec16, dst[r], slot[r], l, slab, vec16, threadIdx.x,',
+     'sd_row(pool_win, lay + r * 2 * vec16, dst[r], r * W /* CHEAT */, l, slab, vec16, threadIdx.x,')])
+mk('prev_kv', 'verify rel-l2 (KV computed once and replayed)',
+   "the KV projection runs only in the first step; later steps push the\n"
+   "staging left from it (the previous step's KV) into the fresh pool.",
+   [('static int step(struct wl_ctx *ctx, struct sd *u) {\n',
+     'static int step(struct wl_ctx *ctx, struct sd *u) {\n'
+     '  static int sd_steps = 0;  // CHEAT: state kept across steps\n'
+     '  const int first = sd_steps++ == 0;\n'),
+    (COMPUTE, COMPUTE.replace('if (kv_compute_layer(', 'if (first && kv_compute_layer('))])
