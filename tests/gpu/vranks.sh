@@ -82,7 +82,7 @@ WL=$ROOT/workloads/gemm_allgather
 if [ -f "$WL/reference.cu" ] && [ -f "$ROOT/runtime/rt_main.cu" ]; then
   LIBS=(-lcublasLt -lcublas)
   if [ -n "$NCCL_DIR" ] && [ -f "$NCCL_DIR/lib/libnccl.so.2" ]; then
-    LIBS+=("$NCCL_DIR/lib/libnccl.so.2" -Xlinker -rpath -Xlinker "$NCCL_DIR/lib")
+    LIBS+=(-L"$NCCL_DIR/lib" -lnccl -Xlinker -rpath -Xlinker "$NCCL_DIR/lib")  # nvcc takes no .so path
   else LIBS+=(-lnccl); fi
   OBJ=$OUT/obj; mkdir -p "$OBJ"
   NVF=(-arch=sm_90 -std=c++17 -O3 -DCUCO_VRANKS "${INC[@]}" -I"$WL")
