@@ -46,8 +46,7 @@ done
 build_impl() { # name src defines...
   local name=$1 src=$2
   shift 2
-  "${NV[@]}" "$@" -DCUCO_IMPL_NAME="\"$name\"" -DCUCO_WORKLOAD_NAME='"gemm_allgather"' \
-    -c "$src" -o "$W/impl_$name.o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $name" >>"$BLOG"
+  "${NV[@]}" "$@" -c "$src" -o "$W/impl_$name.o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $name" >>"$BLOG"
 }
 IMPLS=(baseline baseline_overlap seed)
 build_impl baseline $WL/baseline.cu &
@@ -99,7 +98,8 @@ run() {
   local out=$W/r_$label.json rc t0 t1
   rm -f "$out"
   t0=$(date +%s.%N)
-  timeout 120 "$W/bin_$bin" --out "$out" --machine "$W/machine.json" "$@" >>"$LOG" 2>&1
+  timeout 120 "$W/bin_$bin" --out "$out" --machine "$W/machine.json" \
+    --workload gemm_allgather --impl "$bin" "$@" >>"$LOG" 2>&1
   rc=$?
   t1=$(date +%s.%N)
   echo "[$label] rc=$rc expect=$expect ($bin $*)" >>"$LOG"
