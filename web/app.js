@@ -63,7 +63,8 @@ function renderSummary(run) {
   document.title = 'cuco: ' + run.workload;
   const c = run.counts || {};
   const l = run.llm_totals || {};
-  const wall = typeof run.wall_s === 'number' ? (run.wall_s / 60).toFixed(1) + ' min' : '-';
+  const wall = typeof run.wall_s !== 'number' ? '-'
+    : run.wall_s < 120 ? run.wall_s.toFixed(0) + ' s' : (run.wall_s / 60).toFixed(1) + ' min';
   $('summary').textContent =
     `status ${run.status || '-'} · ${c.total || 0} candidates (${c.ok || 0} ok, ` +
     `${c.failed || 0} failed, ${c.rejected || 0} rejected, ${c.running || 0} running, ` +
