@@ -8,6 +8,7 @@ const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd',
   '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
 const FINISHED = new Set(['ok', 'failed', 'rejected']);
 const POLL_MS = 1500;
+const RESTAMP_S = 60;
 
 const state = {
   programs: new Map(), // id -> summary
@@ -47,13 +48,15 @@ function fmt(v, digits) {
   return typeof v === 'number' ? v.toPrecision(digits || 4) : '-';
 }
 
+// Merge summaries by id; true when something new or different arrived.
 function merge(list) {
   let changed = false;
   for (const p of list) {
+    const old = state.programs.get(p.id);
+    if (!old || JSON.stringify(old) !== JSON.stringify(p)) changed = true;
     state.programs.set(p.id, p);
     state.maxId = Math.max(state.maxId, p.id);
     state.lastT = Math.max(state.lastT, p.updated_at || 0);
-    changed = true;
   }
   return changed;
 }
@@ -63,7 +66,8 @@ function renderSummary(run) {
   document.title = 'cuco: ' + run.workload;
   const c = run.counts || {};
   const l = run.llm_totals || {};
-  const wall = typeof run.wall_s === 'number' ? (run.wall_s / 60).toFixed(1) + ' min' : '-';
+  const wall = typeof run.wall_s !== 'number' ? '-'
+    : run.wall_s < 120 ? run.wall_s.toFixed(0) + ' s' : (run.wall_s / 60).toFixed(1) + ' min';
   $('summary').textContent =
     `status ${run.status || '-'} · ${c.total || 0} candidates (${c.ok || 0} ok, ` +
     `${c.failed || 0} failed, ${c.rejected || 0} rejected, ${c.running || 0} running, ` +
@@ -328,7 +332,10 @@ async function applyFilter() {
 
 async function poll() {
   try {
-    const j = await getJSON(`/api/updates?since=${state.maxId}&after=${state.lastT}`);
+    // Ask again for the last RESTAMP_S seconds: with several evaluation
+    // slots a row can commit a time older than one already seen.
+    const after = Math.max(0, state.lastT - RESTAMP_S);
+    const j = await getJSON(`/api/updates?since=${state.maxId}&after=${after}`);
     renderSummary(j.run);
     if (merge(j.programs)) {
       if (state.filterIds) await applyFilter(); else render();

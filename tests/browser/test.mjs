@@ -102,7 +102,8 @@ async function main() {
   }
   const total = sql(db, 'SELECT count(*) FROM programs WHERE run_id=(SELECT max(id) FROM runs)')[0][0];
   const evaluated = sql(db, "SELECT count(*) FROM programs WHERE run_id=(SELECT max(id) FROM runs) AND status IN ('ok','failed','rejected')")[0][0];
-  const child = sql(db, 'SELECT id, parent_id FROM programs WHERE parent_id IS NOT NULL AND run_id=(SELECT max(id) FROM runs) ORDER BY id DESC LIMIT 1')[0];
+  // The candidate to click: one with a parent, preferably written by an LLM.
+  const child = sql(db, "SELECT p.id, p.parent_id, c.prompt, c.response FROM programs p LEFT JOIN llm_calls c ON c.id = p.llm_call_id WHERE p.parent_id IS NOT NULL AND p.code IS NOT NULL AND p.run_id=(SELECT max(id) FROM runs) ORDER BY c.id IS NULL, p.id DESC LIMIT 1")[0];
 
   const server = await startServe(db);
   const browser = await chromium.launch({ executablePath: process.env.CUCO_CHROMIUM || '/usr/bin/chromium', args: FLAGS });
@@ -137,6 +138,12 @@ async function main() {
       (await page.locator('#diff .add, #diff .del').count()) > 0, diff.slice(0, 300));
     const title = await page.locator('#detail-title').textContent();
     check('the detail names the candidate', title.startsWith(`#${child[0]}:`), title);
+    if (child[2]) {
+      const prompt = await page.locator('#detail pre.prompt').textContent();
+      const response = await page.locator('#detail pre.response').textContent();
+      check("the detail shows the LLM's prompt and response, as text",
+        prompt === child[2] && response === child[3], prompt.slice(0, 200));
+    }
     check('database text never runs as script (no dialog)', dialogs === 0);
 
     const shot = path.join(ART, `main${process.env.CUCO_BROWSER_SHOT || ''}.png`);

@@ -4,10 +4,13 @@
 #  1. live: the page is opened while `cuco evolve examples/cpu_matmul
 #     --llm none` is still writing its database; every candidate appears.
 #  2. the finished database of that real CPU run.
-#  3. the fixture database (crossovers, failures at every stage, LLM calls).
+#  3. a real run with an LLM (the fake server replaying tests/data/evolve/
+#     llm_mix: diffs, full rewrites, a crossover, failures, LLM calls).
+#  4. the fixture database (failures at every stage, markup in LLM text).
 # Screenshots and reports: tests/browser/artifacts/ (ignored by git).
 # CUCO_SKIP_BROWSER=1 skips them, and says so.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fakellm.sh"
 if [ "${CUCO_SKIP_BROWSER:-0}" = 1 ]; then
   echo "ok 1 - # SKIP browser tests (CUCO_SKIP_BROWSER=1)"
   done_testing
@@ -43,5 +46,28 @@ wait
 [ "$(cat "$TMP/live.rc" 2>/dev/null)" = 0 ] && ok "the CPU example search succeeded" ||
   not_ok "the CPU example search succeeded" "$(tail -5 "$TMP/live.log")"
 CUCO_BROWSER_SHOT=-evolve run_part "evolve db" "$TMP/live/run.db"
+unset CUCO_LLM_PROVIDER CUCO_LLM_BASE_URL CUCO_LLM_MODEL CUCO_LLM_API_KEY_ENV CUCO_CONFIG
+export BROWSER_TEST_KEY=sk-test-browser-0000
+if fakellm_start "$ROOT/tests/data/evolve/llm_mix"; then
+  cat >"$TMP/cuco.ini" <<INI
+[llm]
+provider = openai
+model = gpt-4.1
+base_url = $FAKELLM_URL/v1
+api_key_env = BROWSER_TEST_KEY
+timeout = 10
+max_retries = 0
+[evolve]
+edit_sequence = diff, full, diff, cross, diff, full
+meta_every = 3
+INI
+  (cd "$TMP" && "$CUCO" --config "$TMP/cuco.ini" evolve "$ROOT/tests/data/evolve/landscape"     --generations 6 --islands 1 --seed 1 --out "$TMP/llm" >"$TMP/llm.log" 2>&1)
+  rc=$?
+  fakellm_stop
+  [ $rc = 0 ] && ok "a search with the (fake) LLM ran" || not_ok "a search with the (fake) LLM ran" "$(tail -5 "$TMP/llm.log")"
+  CUCO_BROWSER_SHOT=-llm run_part "evolve llm db" "$TMP/llm/run.db"
+else
+  not_ok "the fake LLM server started" "see above"
+fi
 CUCO_BROWSER_SHOT=-fixture run_part "fixture db"
 done_testing
