@@ -42,7 +42,7 @@ assert r["median_ms"] > 0 and r["score"] > 0
 assert r["directives"]["chunk_bytes"] == 65536
 assert set(r["metrics"]["verify"]) == {"small", "odd"}
 assert r["metrics"]["bench"]["full"]["timing"]["steps"] == 20
-assert res["nranks"] == 2 and res["mode"] == "bench"
+assert res["nranks"] == 2 and res["mode"] == "bench" and res["impl"] == "seed.cu"
 assert "gpus" in m
 PY
 then ok "result json: stages, metrics per size, machine written"
