@@ -121,7 +121,12 @@ static int hash_file(XXH64_state_t *st, const char *path, struct err *e)
 
   if (!f)
     return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-  XXH64_update(st, path, strlen(path) + 1);
+  {
+    /* the name, not the folder: a candidate lands in a fresh work dir
+     * each time, and its object must still be found again */
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    XXH64_update(st, base, strlen(base) + 1);
+  }
   while ((r = fread(chunk, 1, sizeof(chunk), f)) > 0)
     XXH64_update(st, chunk, r);
   fclose(f);
