@@ -1,5 +1,4 @@
 // CUCO-EXPECT-REJECT: verify fresh-inputs
-// Cheat: Cached output: computes once, then replays the first step's result.
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
@@ -302,6 +301,7 @@ __attribute__((unused)) static int own_rows_run(struct wl_ctx *ctx, struct sd *u
                      st);
 }
 
+// Cheat: Cached output: computes once, then replays the first step's result.
 static void *g_cache;  // a candidate's own global: the runtime cannot see it
 static int step(struct wl_ctx *ctx, struct sd *u) {
   cudaStream_t st = rt_stream(ctx);

@@ -1,6 +1,4 @@
 // CUCO-EXPECT-REJECT: static frozen
-// Cheat: edits frozen text (declares the receive buffer as SCRATCH so
-// the runtime stops poisoning it).
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.

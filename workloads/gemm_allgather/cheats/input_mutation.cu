@@ -1,6 +1,4 @@
 // CUCO-EXPECT-REJECT: verify input-hash
-// Cheat: Input mutation: correct output, but the step scribbles on its input B
-// (uses it as scratch after the GEMM).
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
@@ -303,6 +301,8 @@ __attribute__((unused)) static int own_rows_run(struct wl_ctx *ctx, struct sd *u
                      st);
 }
 
+// Cheat: Input mutation: correct output, but the step scribbles on its input B
+// (uses it as scratch after the GEMM).
 static int step(struct wl_ctx *ctx, struct sd *u) {
   cudaStream_t st = rt_stream(ctx);
   if (step_on(ctx, u, st) != 0) return -1;

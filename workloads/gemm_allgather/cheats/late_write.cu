@@ -1,7 +1,4 @@
 // CUCO-EXPECT-REJECT: verify snapshot
-// Cheat: Late write: the last row is computed 100 us after the step claims to
-// be done, on a side stream nobody waits for.  Data read after a device
-// sync would be right; the snapshot at the end event is not.
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
@@ -304,6 +301,9 @@ __attribute__((unused)) static int own_rows_run(struct wl_ctx *ctx, struct sd *u
                      st);
 }
 
+// Cheat: Late write: the last row is computed 100 us after the step claims to
+// be done, on a side stream nobody waits for.  Data read after a device
+// sync would be right; the snapshot at the end event is not.
 __global__ void ce_spin(unsigned long long ns) {
   unsigned long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));

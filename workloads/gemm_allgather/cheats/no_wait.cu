@@ -1,8 +1,4 @@
 // CUCO-EXPECT-REJECT: verify perturb
-// Cheat: A consumer that does not wait: the gather copy runs on a private
-// stream that is never ordered after the runtime's stream.  When the
-// runtime's preparation is still running (perturbed steps), it copies
-// stale inputs and the runtime's poison lands on top.
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
@@ -305,6 +301,10 @@ __attribute__((unused)) static int own_rows_run(struct wl_ctx *ctx, struct sd *u
                      st);
 }
 
+// Cheat: A consumer that does not wait: the gather copy runs on a private
+// stream that is never ordered after the runtime's stream.  When the
+// runtime's preparation is still running (perturbed steps), it copies
+// stale inputs and the runtime's poison lands on top.
 static struct wl_gemm g_ag;
 static int step(struct wl_ctx *ctx, struct sd *u) {
   cudaStream_t st = rt_stream(ctx);

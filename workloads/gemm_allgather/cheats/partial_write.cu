@@ -1,6 +1,4 @@
 // CUCO-EXPECT-REJECT: verify poison
-// Cheat: Partial writes: the ragged last row of the own block is never
-// computed (a tile loop that drops the remainder).
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
@@ -303,6 +301,8 @@ __attribute__((unused)) static int own_rows_run(struct wl_ctx *ctx, struct sd *u
                      st);
 }
 
+// Cheat: Partial writes: the ragged last row of the own block is never
+// computed (a tile loop that drops the remainder).
 static struct wl_gemm g_part;
 static int step(struct wl_ctx *ctx, struct sd *u) {
   if (u->s.Mr < 2) return step_on(ctx, u, rt_stream(ctx));

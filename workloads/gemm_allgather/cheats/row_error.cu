@@ -1,6 +1,4 @@
 // CUCO-EXPECT-REJECT: verify local-check
-// Cheat: One wrong row: correct everywhere except the last row, scaled by 1.1;
-// the global relative L2 stays under tol, the per-row check does not.
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
@@ -303,6 +301,8 @@ __attribute__((unused)) static int own_rows_run(struct wl_ctx *ctx, struct sd *u
                      st);
 }
 
+// Cheat: One wrong row: correct everywhere except the last row, scaled by 1.1;
+// the global relative L2 stays under tol, the per-row check does not.
 __global__ void ce_scale_row(__nv_bfloat16 *row, long long n) {
   for (long long i = threadIdx.x; i < n; i += blockDim.x)
     row[i] = __float2bfloat16(__bfloat162float(row[i]) * 1.1f);

@@ -1,7 +1,4 @@
 // CUCO-EXPECT-REJECT: verify recv-poison
-// Cheat: Stale flag: a 'delivered' flag set by the first step is never tied to
-// the step (no epoch), so later steps skip the gather and multiply
-// whatever the receive buffer holds (poison, or old data).
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
@@ -304,6 +301,9 @@ __attribute__((unused)) static int own_rows_run(struct wl_ctx *ctx, struct sd *u
                      st);
 }
 
+// Cheat: Stale flag: a 'delivered' flag set by the first step is never tied to
+// the step (no epoch), so later steps skip the gather and multiply
+// whatever the receive buffer holds (poison, or old data).
 static struct wl_gemm g_ag;
 static int step(struct wl_ctx *ctx, struct sd *u) {
   cudaStream_t st = rt_stream(ctx);

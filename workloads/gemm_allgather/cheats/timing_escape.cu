@@ -1,8 +1,4 @@
 // CUCO-EXPECT-REJECT: verify snapshot host-clock
-// Cheat: Timing escape: all work runs on a private stream that the step stream
-// never waits for, so the end event claims ~0 ms.  At small shapes the
-// snapshot shows poison; with the snapshot skipped (--skip-check
-// snapshot) the host clock rejects it at big shapes (bench).
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
@@ -305,6 +301,10 @@ __attribute__((unused)) static int own_rows_run(struct wl_ctx *ctx, struct sd *u
                      st);
 }
 
+// Cheat: Timing escape: all work runs on a private stream that the step stream
+// never waits for, so the end event claims ~0 ms.  At small shapes the
+// snapshot shows poison; with the snapshot skipped (--skip-check
+// snapshot) the host clock rejects it at big shapes (bench).
 static int step(struct wl_ctx *ctx, struct sd *u) {
   cudaStream_t st = rt_stream(ctx);
   cudaEvent_t ev;  // (leaked: a cheat)
