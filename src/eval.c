@@ -301,6 +301,10 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
 
   snprintf(resp, sizeof(resp), "%s/RESULT.json", x->work_dir);
   snprintf(seed_s, sizeof(seed_s), "%lu", o->seed ? o->seed : 1234UL);
+  args[na++] = "--workload";
+  args[na++] = o->wl->name;
+  args[na++] = "--impl";
+  args[na++] = o->impl_name ? o->impl_name : "candidate.cu";
   args[na++] = "--params";
   args[na++] = s->params;
   if (strcmp(s->name, s->params)) {
