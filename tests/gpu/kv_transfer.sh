@@ -38,7 +38,15 @@ fi
 NV=("$NVCC" -arch=sm_90 -std=c++17 -O3 -lineinfo "${INC[@]}")
 B=${KV_BUILD:-/tmp/kv_transfer_build}  # binaries and scratch: NOT under $OUT
 rm -rf "$B"
-mkdir -p "$B"
+mkdir -p "$B/lib"
+# pip's NCCL ships only libnccl.so.2: give the linker a libnccl.so to find.
+if [ -n "$NCCL_DIR" ] && [ ! -e "$NCCL_DIR/lib/libnccl.so" ]; then
+  so=$(ls "$NCCL_DIR"/lib/libnccl.so* 2>/dev/null | head -1)
+  [ -n "$so" ] && ln -sf "$so" "$B/lib/libnccl.so"
+fi
+CUDA_LIB=${CUDA_LIB:-$(dirname "$(dirname "$NVCC")")/lib64}
+LIBS=(-L"$B/lib" -L"$CUDA_LIB" -Xlinker -rpath -Xlinker "$CUDA_LIB" "${LIBS[@]}")
+export LD_LIBRARY_PATH="$CUDA_LIB:${LD_LIBRARY_PATH:-}"
 TAP=$OUT/kv_transfer.tap RUNS=$OUT/runs.log JL=$OUT/results.jsonl REC=$B/records.txt
 rm -f "$OUT"/kv_transfer.tap "$OUT"/runs.log "$OUT"/results.jsonl "$OUT"/summary.json "$OUT"/build.log
 : >"$TAP"; : >"$RUNS"; : >"$JL"; : >"$REC"; : >"$OUT/build.log"
