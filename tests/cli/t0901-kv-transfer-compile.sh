@@ -9,19 +9,21 @@
 
 WL=$ROOT/workloads/kv_transfer
 # --- static checks (no compiler needed) ---
-frozen() {  # the seed/cheat text outside EVOLVE blocks, minus the header comment
-  awk '/EVOLVE-BLOCK-START/{skip=1} !skip && !/^\/\//{print} /EVOLVE-BLOCK-END/{skip=0}' "$1"
+frozen() {  # the text outside EVOLVE blocks, minus a first CUCO-EXPECT-REJECT line
+  sed -e '1{/^\/\/ CUCO-EXPECT-REJECT:/d}' "$1" |
+    awk '/EVOLVE-BLOCK-START/{skip=1} !skip{print} /EVOLVE-BLOCK-END/{skip=0}'
 }
 frozen "$WL/seed.cu" >"$TMP/seed.frozen"
 for c in "$WL"/cheats/*.cu; do
   b=$(basename "$c")
-  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z]'; then
+  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+'; then
     ok "cheat $b has a CUCO-EXPECT-REJECT first line"
   else
     not_ok "cheat $b has a CUCO-EXPECT-REJECT first line" "$(head -1 "$c")"
   fi
   frozen "$c" >"$TMP/c.frozen"
-  if cmp -s "$TMP/seed.frozen" "$TMP/c.frozen"; then ok "cheat $b changes only the EVOLVE block"
+  if [ "$(sed -n 2p "$c")" = "$(head -1 "$WL/seed.cu")" ] && cmp -s "$TMP/seed.frozen" "$TMP/c.frozen"; then
+    ok "cheat $b changes only the EVOLVE block"
   else not_ok "cheat $b changes only the EVOLVE block" "$(diff "$TMP/seed.frozen" "$TMP/c.frozen" | head -5)"; fi
   if cmp -s "$WL/seed.cu" "$c"; then not_ok "cheat $b differs from the seed" "identical"
   else ok "cheat $b differs from the seed"; fi

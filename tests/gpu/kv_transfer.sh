@@ -38,7 +38,15 @@ fi
 NV=("$NVCC" -arch=sm_90 -std=c++17 -O3 -lineinfo "${INC[@]}")
 B=${KV_BUILD:-/tmp/kv_transfer_build}  # binaries and scratch: NOT under $OUT
 rm -rf "$B"
-mkdir -p "$B"
+mkdir -p "$B/lib"
+# pip's NCCL ships only libnccl.so.2: give the linker a libnccl.so to find.
+if [ -n "$NCCL_DIR" ] && [ ! -e "$NCCL_DIR/lib/libnccl.so" ]; then
+  so=$(ls "$NCCL_DIR"/lib/libnccl.so* 2>/dev/null | head -1)
+  [ -n "$so" ] && ln -sf "$so" "$B/lib/libnccl.so"
+fi
+CUDA_LIB=${CUDA_LIB:-$(dirname "$(dirname "$NVCC")")/lib64}
+LIBS=(-L"$B/lib" -L"$CUDA_LIB" -Xlinker -rpath -Xlinker "$CUDA_LIB" "${LIBS[@]}")
+export LD_LIBRARY_PATH="$CUDA_LIB:${LD_LIBRARY_PATH:-}"
 TAP=$OUT/kv_transfer.tap RUNS=$OUT/runs.log JL=$OUT/results.jsonl REC=$B/records.txt
 rm -f "$OUT"/kv_transfer.tap "$OUT"/runs.log "$OUT"/results.jsonl "$OUT"/summary.json "$OUT"/build.log
 : >"$TAP"; : >"$RUNS"; : >"$JL"; : >"$REC"; : >"$OUT/build.log"
@@ -74,7 +82,7 @@ for e in "${IMPLS[@]}"; do
   build_obj "$src" "$B/$name.o" $flags & pids+=($!)
   while [ "$(jobs -rp | wc -l)" -ge "${KV_JOBS:-12}" ]; do sleep 0.5; done  # compilers at once
 done
-for p in "${pids[@]}"; do wait "$p"; done
+wait  # every compiler
 cat "$B"/*.log >>"$OUT/build.log" 2>/dev/null
 RTO=("$B"/rt_*.o "$B/reference.o")
 built=()
@@ -132,6 +140,11 @@ run() {
 # ---- verify ------------------------------------------------------------------
 for s in v_tiny v_small v_odd v_mid; do
   for impl in baseline_A baseline_B seed; do run "$impl" "$s" verify 0 40 --perturb; done
+  # Nothing runs at all (driver, NCCL, no GPU): stop here, the rest would only repeat it.
+  if [ "$s" = v_tiny ] && [ "$(grep -c '|verify|4|' "$REC")" -eq 3 ]; then
+    note "every v_tiny run failed with exit 4 (setup/CUDA/NCCL error): stopping; see runs.log"
+    echo "1..$n" >>"$TAP"; exit 1
+  fi
 done
 for impl in seed_split_chunk_warp seed_split_thread; do run "$impl" v_mid verify 0 40 --perturb; done
 # ---- cheats: must be rejected at verification (exit 3) -------------------------

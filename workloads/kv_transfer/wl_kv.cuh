@@ -248,21 +248,61 @@ __device__ static inline void kv_rope_pair(float a, float b, float2 cs, float *r
   *rb = b * cs.x + a * cs.y;
 }
 
-// In-place RoPE on the K half of KV [S][2W] (bf16): one thread per pair.
-static __global__ void kv_rope_kernel(__nv_bfloat16 *kv, const int *pos, const float2 *tab,
-                               long long S, int hkv, int hd) {
-  long long half = hd / 2, per_row = (long long)hkv * half, n = S * per_row;
-  long long w2 = 2LL * hkv * hd;
-  for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < n;
-       k += (long long)gridDim.x * blockDim.x) {
-    long long r = k / per_row, rem = k % per_row, h = rem / half, i = rem % half;
-    __nv_bfloat16 *x = kv + r * w2 + h * hd;
-    float ra, rb;
-    kv_rope_pair(__bfloat162float(x[i]), __bfloat162float(x[i + half]),
-                 tab[(long long)pos[r] * half + i], &ra, &rb);
-    x[i] = __float2bfloat16(ra);
-    x[i + half] = __float2bfloat16(rb);
+// In-place RoPE on the K half of KV [S][2W] (bf16).  A thread takes 8
+// pairs (two 16-byte vectors) when HD/2 is a multiple of 8, else one pair;
+// 32-bit index math when the work fits (it is a hot, memory-bound pass).
+template <typename I, int VEC>
+__device__ static inline void kv_rope_body(__nv_bfloat16 *kv, const int *pos, const float2 *tab,
+                                           I n, I per_row, I per_head, int hd, long long w2) {
+  const int half = hd / 2;
+  for (I k = blockIdx.x * (I)blockDim.x + threadIdx.x; k < n; k += (I)gridDim.x * blockDim.x) {
+    I r = k / per_row, rem = k - r * per_row, h = rem / per_head;
+    int i0 = (int)(rem - h * per_head) * VEC;
+    __nv_bfloat16 *x = kv + (long long)r * w2 + (long long)h * hd + i0;
+    const float2 *cs = tab + (long long)pos[r] * half + i0;
+    if (VEC == 8) {
+      uint4 va = *(const uint4 *)x, vb = *(const uint4 *)(x + half);
+      __nv_bfloat16 *pa = (__nv_bfloat16 *)&va, *pb = (__nv_bfloat16 *)&vb;
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        float ra, rb;
+        kv_rope_pair(__bfloat162float(pa[j]), __bfloat162float(pb[j]), cs[j], &ra, &rb);
+        pa[j] = __float2bfloat16(ra);
+        pb[j] = __float2bfloat16(rb);
+      }
+      *(uint4 *)x = va;
+      *(uint4 *)(x + half) = vb;
+    } else {
+      float ra, rb;
+      kv_rope_pair(__bfloat162float(x[0]), __bfloat162float(x[half]), cs[0], &ra, &rb);
+      x[0] = __float2bfloat16(ra);
+      x[half] = __float2bfloat16(rb);
+    }
   }
+}
+
+static __global__ void kv_rope_kernel(__nv_bfloat16 *kv, const int *pos, const float2 *tab,
+                                      long long S, int hkv, int hd) {
+  const int half = hd / 2, vec = half % 8 == 0 ? 8 : 1;
+  const long long per_head = half / vec, per_row = hkv * per_head, n = S * per_row;
+  const long long w2 = 2LL * hkv * hd;
+  if (n < 0x7fffffffLL) {
+    if (vec == 8)
+      kv_rope_body<unsigned, 8>(kv, pos, tab, (unsigned)n, (unsigned)per_row,
+                                (unsigned)per_head, hd, w2);
+    else
+      kv_rope_body<unsigned, 1>(kv, pos, tab, (unsigned)n, (unsigned)per_row,
+                                (unsigned)per_head, hd, w2);
+  } else if (vec == 8) {
+    kv_rope_body<long long, 8>(kv, pos, tab, n, per_row, per_head, hd, w2);
+  } else {
+    kv_rope_body<long long, 1>(kv, pos, tab, n, per_row, per_head, hd, w2);
+  }
+}
+
+// Threads of kv_rope_kernel's grid for S rows.
+static inline long long kv_rope_work(long long S, long long hkv, long long hd) {
+  return S * hkv * ((hd / 2) % 8 == 0 ? hd / 16 : hd / 2);
 }
 
 static inline int kv_grid(long long n, int threads) {
@@ -323,7 +363,7 @@ static inline int kv_compute_layer(struct wl_ctx *ctx, const struct kv_shape *s,
                             &one, wl, CUDA_R_16BF, (int)n, X, CUDA_R_16BF, (int)s->DM, &zero,
                             out, CUDA_R_16BF, (int)n, CUBLAS_COMPUTE_32F,
                             CUBLAS_GEMM_DEFAULT));
-  kv_rope_kernel<<<kv_grid(s->S * s->HKV * (s->HD / 2), 256), 256, 0, stream>>>(
+  kv_rope_kernel<<<kv_grid(kv_rope_work(s->S, s->HKV, s->HD), 256), 256, 0, stream>>>(
       (__nv_bfloat16 *)out, c->pos_dev, c->rope_tab, s->S, (int)s->HKV, (int)s->HD);
   RT_LAUNCH(ctx);
   return 0;

@@ -1,9 +1,20 @@
-// CUCO-EXPECT-REJECT: verify poison (decode rank does not wait for the ready flags)
-// workloads/kv_transfer/cheats/no_wait.cu - CHEAT (must be rejected):
-// the decode rank never waits for the layers' ready flags and its step
-// stream does not join the push, so its clock stops (and the snapshot is
-// taken) while KV is still in flight.
-// Derived from seed.cu by tools/make_cheats.py; only the EVOLVE block differs.
+// CUCO-EXPECT-REJECT: verify poison snapshot (the decode rank does not wait for the ready flags)
+// workloads/kv_transfer/seed.cu - device-initiated KV handoff (LSA push).
+//
+// Prefill ranks compute every layer's [K|V] = X * W_l and RoPE (the frozen
+// core in wl_kv.cuh) into staging; a push kernel on a communication stream
+// copies each token's K and V rows straight into the decode rank's paged
+// pool (symmetric window "pool") through ncclGetLsaPointer with 16-byte
+// stores, then release-stores the layer's ready flag(s) on that decode rank
+// with the current epoch (nccl-device-api.md 3.6 / 5.3).  The decode rank's
+// wait kernel spins until every flag of every layer from every sender
+// carries the epoch; only then does its step stream move on, so its clock
+// stops when all KV is in place.  At R = 1 the rank pushes into its own
+// pool through the same window path and waits on its own flags.
+//
+// Flags carry rt_epoch(): the runtime advances it before every step, so no
+// flag is ever reset and nothing from an earlier step satisfies a wait.
+// Code outside the EVOLVE blocks is frozen.
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +45,10 @@ struct sd {
 // CUCO-DIRECTIVES backend=lsa placement=deferred sync=per_peer issuer=cta chunk=1MiB
 // CUCO-PARAM comm_ctas=8
 // CUCO-PARAM push_threads=512
+// CHEAT cheats/no_wait.cu (must be rejected; made by tools/make_cheats.py):
+// the decode rank never waits for the layers' ready flags and its step
+// stream does not join the push, so its clock stops (and the snapshot is
+// taken) while KV is still in flight.
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 8
 #endif

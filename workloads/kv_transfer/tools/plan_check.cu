@@ -193,7 +193,7 @@ int main(void) {
     set(&p, "L", 2), set(&p, "DM", 64), set(&p, "HKV", 1), set(&p, "HD", 64);
     set(&p, "NREQ", 1), set(&p, "LEN", 16), set(&p, "POOLX", 1);
     for (int k = 0; k < p.nparams; k++)
-      if (!strcmp(p.params[k].name, bad[i][0])) p.params[k].value = atoll(bad[i][1]);
+      if (!strcmp(p.params[k].name, bad[i][0])) p.params[k].value = strtoll(bad[i][1], NULL, 10);
     p.nranks = 1;
     struct kv_shape s;
     int rc = kv_shape_get(&ctx, &p, &s);
