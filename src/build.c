@@ -113,6 +113,14 @@ int build_find_runtime(const struct config *cfg, const char *wl_dir, char *out,
 }
 
 /* Feed a whole file into the hash; 0 or ERR_IO. */
+static int nccl_has_devlink(const char *libdir)
+{
+  char p[PATH_MAX];
+
+  snprintf(p, sizeof(p), "%s/libnccl.so", libdir);
+  return access(p, R_OK) == 0;
+}
+
 static int hash_file(XXH64_state_t *st, const char *path, struct err *e)
 {
   char chunk[16384];
@@ -409,7 +417,12 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     arg(&a, ncl);
     arg(&a, rp);
   }
-  arg(&a, "-lnccl");
+  /* The nvidia-nccl wheel ships libnccl.so.2 without the unversioned
+   * link that -lnccl needs (seen on the H200 machines). */
+  if (tc->nccl_lib[0] && !nccl_has_devlink(tc->nccl_lib))
+    arg(&a, "-Xlinker=-l:libnccl.so.2");
+  else
+    arg(&a, "-lnccl");
   if (tc->cuda_lib[0]) {
     snprintf(cul, sizeof(cul), "-L%s", tc->cuda_lib);
     arg(&a, cul);
