@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s BUILD=build-gpu \
   CFLAGS="-O2 -g -Wl,--disable-new-dtags,-rpath,\\\$\$ORIGIN/libs" \
-  build-gpu/cuco
+  build-gpu/cuco build-gpu/tests/fakellm
 rm -rf build-gpu/libs && mkdir -p build-gpu/libs
 ldd build-gpu/cuco | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
   case "$(basename "$lib")" in
