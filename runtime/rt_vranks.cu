@@ -139,6 +139,7 @@ struct vr_run {
   int R;
   struct wl_ctx **ctx;
   unsigned long long **hash; // per rank: [2 * RT_MAX_BUFS] device
+  cudaEvent_t *prepared;     // per rank: end of its preparation (perturbed steps)
   struct vr_check *checks;
   int nchecks, maxchecks, failed;
   char first[320];
@@ -200,10 +201,23 @@ static int vr_prepare(struct vr_run *v, struct wl_ctx *ctx, unsigned long long s
 }
 
 // One step of every virtual rank. LATE (or -1) starts DELAY_MS late; odd
-// steps launch in reverse rank order.
+// steps launch in reverse rank order. Plain steps prepare every rank and
+// synchronise the device first. Perturbed steps (LATE >= 0) enqueue the
+// preparation asynchronously on each rank's step stream followed by a
+// GPU-side all-rank barrier (every stream waits for every rank's
+// "prepared" event), like the runtime's perturbed steps with their
+// ncclAllReduce: work a step does not order after its rt_stream then races
+// the preparation and is caught.
 static int vr_step(struct vr_run *v, unsigned long long step, int late, double delay_ms) {
   for (int r = 0; r < v->R; r++) RT_TRY(vr_prepare(v, v->ctx[r], step));
-  CUDA_CHECK(cudaDeviceSynchronize()); // every rank prepared before any steps
+  if (late < 0) {
+    CUDA_CHECK(cudaDeviceSynchronize()); // every rank prepared before any step
+  } else {
+    for (int r = 0; r < v->R; r++) CUDA_CHECK(cudaEventRecord(v->prepared[r], v->ctx[r]->stream));
+    for (int r = 0; r < v->R; r++)
+      for (int q = 0; q < v->R; q++)
+        CUDA_CHECK(cudaStreamWaitEvent(v->ctx[r]->stream, v->prepared[q], 0));
+  }
   for (int i = 0; i < v->R; i++) {
     int r = step % 2 ? v->R - 1 - i : i;
     struct wl_ctx *ctx = v->ctx[r];
@@ -379,9 +393,10 @@ static int vr_boot(struct vr_run *v) {
   g_vr.R = v->R;
   v->ctx = (struct wl_ctx **)calloc(v->R, sizeof *v->ctx);
   v->hash = (unsigned long long **)calloc(v->R, sizeof *v->hash);
+  v->prepared = (cudaEvent_t *)calloc(v->R, sizeof *v->prepared);
   v->maxchecks = v->R * (RT_MAX_BUFS + 1) * 2;
   v->checks = (struct vr_check *)calloc(v->maxchecks, sizeof *v->checks);
-  if (!v->ctx || !v->hash || !v->checks) {
+  if (!v->ctx || !v->hash || !v->checks || !v->prepared) {
     rt_errorf("out of host memory");
     return -1;
   }
@@ -402,6 +417,7 @@ static int vr_boot(struct vr_run *v) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->hog_stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->bar_stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaMalloc((void **)&v->hash[r], sizeof(unsigned long long) * 2 * RT_MAX_BUFS));
+    CUDA_CHECK(cudaEventCreateWithFlags(&v->prepared[r], cudaEventDisableTiming));
   }
   return 0;
 }
