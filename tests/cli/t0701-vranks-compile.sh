@@ -73,6 +73,10 @@ for f in "$ROOT"/workloads/*/cheats/*.cu; do
     fe "$TMP/wl.ii" -I"$(dirname "$(dirname "$f")")" -DCUCO_VRANKS "$f"
 done
 
+expect_rc "host ncclTeamLsa(ncclComm_t) fails to compile" 1 \
+  fe "$TMP/u7.ii" -DCUCO_VRANKS -DVR_CASE=7 "$G/vranks_unsupported.cu"
+expect_grep "and names the host call" "$TMP/err" "host ncclTeamLsa\\(ncclComm_t\\) needs a real communicator"
+
 cat >"$TMP/devcomm.cu" <<'CU'
 #include "cuco_nccl.cuh"
 int f(ncclDevCommRequirements *r, ncclDevComm *d) { return (int)ncclDevCommCreate(nullptr, r, d); }
