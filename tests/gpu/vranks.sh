@@ -20,6 +20,7 @@ export CUDA_DEVICE_MAX_CONNECTIONS=32
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 # NCCL 2.28.9 headers: the python package on the GPU machines, else CUDA's.
 NCCL_DIR=${NCCL_DIR:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
+[ -n "$NCCL_DIR" ] && export LD_LIBRARY_PATH=$NCCL_DIR/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 INC=(-I"$ROOT/runtime" -I"$ROOT/tests/gpu")
 [ -n "$NCCL_DIR" ] && [ -d "$NCCL_DIR/include" ] && INC+=(-I"$NCCL_DIR/include")
 BIN=$OUT/vranks_proto
