@@ -139,6 +139,7 @@ struct vr_run {
   int R;
   struct wl_ctx **ctx;
   unsigned long long **hash; // per rank: [2 * RT_MAX_BUFS] device
+  cudaEvent_t *prepared;     // per rank: end of its preparation (perturbed steps)
   struct vr_check *checks;
   int nchecks, maxchecks, failed;
   char first[320];
@@ -186,22 +187,37 @@ static int vr_prepare(struct vr_run *v, struct wl_ctx *ctx, unsigned long long s
     rt_errorf("virtual rank %d: reset hook: %s", ctx->prob.rank, ctx->err);
     return -1;
   }
-  RT_TRY(rt_inputs_fill(ctx, ctx->stream));
+  // --skip-check switches a check off only to show the others catch a cheat.
+  int skip = v->o->skip;
+  if (step == 1 || !(skip & RT_CK_FRESH)) RT_TRY(rt_inputs_fill(ctx, ctx->stream));
   for (int i = 0; i < ctx->nbufs; i++) {
     struct rt_buf *b = &ctx->bufs[i];
-    if (b->kind == RT_OUTPUT || b->kind == RT_RECV)
+    if ((b->kind == RT_OUTPUT || b->kind == RT_RECV) && !(skip & RT_CK_POISON))
       RT_TRY(rt_poison(b->dev, b->bytes, b->dtype, b->flags & RT_COUNTS, ctx->stream));
-    if (b->kind == RT_INPUT)
+    if (b->kind == RT_INPUT && !(skip & RT_CK_INPUT_HASH))
       RT_TRY(rt_hash(b->dev, b->bytes, &v->hash[ctx->prob.rank][2 * i], ctx->stream));
   }
   return 0;
 }
 
 // One step of every virtual rank. LATE (or -1) starts DELAY_MS late; odd
-// steps launch in reverse rank order.
+// steps launch in reverse rank order. Plain steps prepare every rank and
+// synchronise the device first. Perturbed steps (LATE >= 0) enqueue the
+// preparation asynchronously on each rank's step stream followed by a
+// GPU-side all-rank barrier (every stream waits for every rank's
+// "prepared" event), like the runtime's perturbed steps with their
+// ncclAllReduce: work a step does not order after its rt_stream then races
+// the preparation and is caught.
 static int vr_step(struct vr_run *v, unsigned long long step, int late, double delay_ms) {
   for (int r = 0; r < v->R; r++) RT_TRY(vr_prepare(v, v->ctx[r], step));
-  CUDA_CHECK(cudaDeviceSynchronize()); // every rank prepared before any steps
+  if (late < 0) {
+    CUDA_CHECK(cudaDeviceSynchronize()); // every rank prepared before any step
+  } else {
+    for (int r = 0; r < v->R; r++) CUDA_CHECK(cudaEventRecord(v->prepared[r], v->ctx[r]->stream));
+    for (int r = 0; r < v->R; r++)
+      for (int q = 0; q < v->R; q++)
+        CUDA_CHECK(cudaStreamWaitEvent(v->ctx[r]->stream, v->prepared[q], 0));
+  }
   for (int i = 0; i < v->R; i++) {
     int r = step % 2 ? v->R - 1 - i : i;
     struct wl_ctx *ctx = v->ctx[r];
@@ -217,7 +233,7 @@ static int vr_step(struct vr_run *v, unsigned long long step, int late, double d
       return -1;
     }
     for (int b = 0; b < ctx->nbufs; b++)
-      if (ctx->bufs[b].kind == RT_OUTPUT)
+      if (ctx->bufs[b].kind == RT_OUTPUT && !(v->o->skip & RT_CK_SNAPSHOT))
         CUDA_CHECK(cudaMemcpyAsync(ctx->bufs[b].snap, ctx->bufs[b].dev, ctx->bufs[b].bytes,
                                    cudaMemcpyDeviceToDevice, ctx->stream));
   }
@@ -230,8 +246,13 @@ static int vr_step(struct vr_run *v, unsigned long long step, int late, double d
   }
   for (int r = 0; r < v->R; r++) {
     struct wl_ctx *ctx = v->ctx[r];
+    for (int i = 0; i < ctx->nbufs; i++) {
+      struct rt_buf *b = &ctx->bufs[i];
+      if (b->kind == RT_OUTPUT && (v->o->skip & RT_CK_SNAPSHOT)) // late data wins
+        CUDA_CHECK(cudaMemcpy(b->snap, b->dev, b->bytes, cudaMemcpyDeviceToDevice));
+    }
     for (int i = 0; i < ctx->nbufs; i++)
-      if (ctx->bufs[i].kind == RT_INPUT)
+      if (ctx->bufs[i].kind == RT_INPUT && !(v->o->skip & RT_CK_INPUT_HASH))
         RT_TRY(rt_hash(ctx->bufs[i].dev, ctx->bufs[i].bytes, &v->hash[r][2 * i + 1],
                        ctx->stream));
   }
@@ -246,7 +267,7 @@ static int vr_verify(struct vr_run *v, int kind) {
     unsigned long long hh[2 * RT_MAX_BUFS];
     CUDA_CHECK(cudaMemcpy(hh, v->hash[r], sizeof(hh[0]) * 2 * ctx->nbufs,
                           cudaMemcpyDeviceToHost));
-    for (int i = 0; i < ctx->nbufs; i++)
+    for (int i = 0; i < ctx->nbufs && !(v->o->skip & RT_CK_INPUT_HASH); i++)
       if (ctx->bufs[i].kind == RT_INPUT && hh[2 * i] != hh[2 * i + 1]) {
         struct vr_check *c = vr_get(v, r, kind, "(inputs)");
         snprintf(text, sizeof text, "input-hash: INPUT %s changed during the step",
@@ -284,7 +305,8 @@ static int vr_verify(struct vr_run *v, int kind) {
         snprintf(text, sizeof text, "rel-l2: %.3g > tol %.3g", rel, v->o->tol);
         vr_reason(c, text);
       }
-      if (!m.nan && !m.poison && !(m.worst_row_rel <= v->o->local_tol)) {
+      if (!(v->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison &&
+          !(m.worst_row_rel <= v->o->local_tol)) {
         snprintf(text, sizeof text, "local-check: row %lld rel-l2 %.3g > %.3g", m.worst_row,
                  m.worst_row_rel, v->o->local_tol);
         vr_reason(c, text);
@@ -321,6 +343,7 @@ static void vr_write(struct vr_run *v, const char *status, const char *error) {
              " \"status\": \"%s\", \"error\": ",
           v->R, v->R, o->mode == RT_MODE_BENCH ? "bench" : "verify", status);
   rt_json_str(f, error);
+  fprintf(f, ", \"checks_skipped\": %d", o->skip);
   fprintf(f, ",\n \"verify\": {\"passed\": %s, \"seed\": %llu, \"tol\": %g, \"checks\": [",
           !strcmp(status, "ok") ? "true" : "false", o->prob.seed, o->tol);
   for (int i = 0; i < v->nchecks; i++) {
@@ -370,9 +393,10 @@ static int vr_boot(struct vr_run *v) {
   g_vr.R = v->R;
   v->ctx = (struct wl_ctx **)calloc(v->R, sizeof *v->ctx);
   v->hash = (unsigned long long **)calloc(v->R, sizeof *v->hash);
+  v->prepared = (cudaEvent_t *)calloc(v->R, sizeof *v->prepared);
   v->maxchecks = v->R * (RT_MAX_BUFS + 1) * 2;
   v->checks = (struct vr_check *)calloc(v->maxchecks, sizeof *v->checks);
-  if (!v->ctx || !v->hash || !v->checks) {
+  if (!v->ctx || !v->hash || !v->checks || !v->prepared) {
     rt_errorf("out of host memory");
     return -1;
   }
@@ -393,6 +417,7 @@ static int vr_boot(struct vr_run *v) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->hog_stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->bar_stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaMalloc((void **)&v->hash[r], sizeof(unsigned long long) * 2 * RT_MAX_BUFS));
+    CUDA_CHECK(cudaEventCreateWithFlags(&v->prepared[r], cudaEventDisableTiming));
   }
   return 0;
 }

@@ -51,6 +51,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <type_traits>
+
 #include <cuda/atomic>
 #include <nccl.h>             // host types: ncclResult_t, ncclComm_t, ncclWindow_t
 #include <nccl_device/coop.h> // NCCL's own coop types (header-only, no NCCL state)
@@ -282,6 +284,23 @@ __host__ __device__ __forceinline__ int ncclTeamRankInDifference(ncclTeam_t pare
   return below + 1 + (subset.nRanks - 1) * stride +
          (index - below - (subset.nRanks - 1) * (stride - 1));
 }
+
+// The host team queries take a real ncclComm_t, which virtual ranks do not
+// have: fail to compile with a message (rt_lsa_size / rt_nranks instead).
+// SFINAE keeps them out of overload resolution for ncclDevComm arguments.
+#define VNCCL_HOST_TEAM(name)                                                                      \
+  template <typename C, typename... A,                                                             \
+            typename = typename std::enable_if<std::is_same<C, ncclComm_t>::value>::type>          \
+  inline ncclTeam name(C, A...) {                                                                  \
+    static_assert(vnccl_unsupported<C, A...>::value,                                               \
+                  "cuco vranks: host " #name "(ncclComm_t) needs a real communicator; use "        \
+                  "rt_lsa_size()/rt_nranks() on the host or the ncclDevComm overload");            \
+    return ncclTeam{};                                                                             \
+  }
+VNCCL_HOST_TEAM(ncclTeamWorld)
+VNCCL_HOST_TEAM(ncclTeamLsa)
+VNCCL_HOST_TEAM(ncclTeamRail)
+#undef VNCCL_HOST_TEAM
 
 __host__ __device__ __forceinline__ size_t ncclGetResourceBufferOffset(ncclDevResourceHandle_t h) {
   return ((size_t)h) * 128;

@@ -30,6 +30,10 @@ __global__ void vr_case(ncclDevComm dc, ncclWindow_t w) {
 #endif
 }
 
+#if VR_CASE == 7
+int vr_host_team(ncclComm_t c) { return ncclTeamLsa(c).nRanks; } // host team needs a real comm
+#endif
+
 #if VR_CASE == 6
 int vr_host_case(void) {
   ncclLLA2AHandle h;
