@@ -1,0 +1,315 @@
+// runtime/rt_boot.cu - command line (docs/contracts.md section 4), rank
+// discovery, NCCL bootstrap through an id file or NCCL_COMM_ID, progress
+// files and small JSON helpers.
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt_internal.cuh"
+
+double rt_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int usage(const char *fmt, const char *arg) {
+  fprintf(stderr, "usage error: ");
+  fprintf(stderr, fmt, arg ? arg : "");
+  fprintf(stderr,
+          "\nusage: BIN --params K=V,... --mode verify|bench --out RESULT.json"
+          " [--size-name S] [--warmup N] [--iters N] [--min-time S] [--seed N]"
+          " [--tol X] [--local-tol X] [--machine M.json] [--vranks R]"
+          " [--perturb] [--rank R --nranks N --local-rank L] [--id-file P]\n");
+  return -2;
+}
+
+static int parse_ll(const char *s, long long *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 0);
+  if (errno || end == s || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_d(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v == v)) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_params(const char *text, struct wl_problem *p) {
+  char buf[512];
+  if (strlen(text) >= sizeof buf) return -1;
+  snprintf(buf, sizeof buf, "%s", text);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok;
+       tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq || eq == tok || (size_t)(eq - tok) >= WL_NAME_MAX) return -1;
+    if (p->nparams >= WL_MAX_PARAMS) return -1;
+    *eq = 0;
+    for (char *c = tok; *c; c++)
+      if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+            (*c >= '0' && *c <= '9') || *c == '_'))
+        return -1;
+    struct wl_param_kv *kv = &p->params[p->nparams];
+    if (parse_ll(eq + 1, &kv->value)) return -1;
+    for (int i = 0; i < p->nparams; i++)
+      if (strcmp(p->params[i].name, tok) == 0) return -1;
+    snprintf(kv->name, sizeof kv->name, "%s", tok);
+    p->nparams++;
+  }
+  return p->nparams ? 0 : -1;
+}
+
+static int env_int(const char *name, int *out) {
+  const char *v = getenv(name);
+  long long x;
+  if (!v || parse_ll(v, &x) || x < 0 || x > 1 << 20) return 0;
+  *out = (int)x;
+  return 1;
+}
+
+static const struct {
+  const char *name;
+  int bit;
+} checks[] = {{"fresh-inputs", RT_CK_FRESH},   {"poison", RT_CK_POISON},
+              {"snapshot", RT_CK_SNAPSHOT},    {"input-hash", RT_CK_INPUT_HASH},
+              {"host-clock", RT_CK_HOST_CLOCK}, {"local-check", RT_CK_LOCAL},
+              {"timed-verify", RT_CK_TIMED_VERIFY}};
+
+int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->mode = -1;
+  o->warmup = -1;
+  o->iters = 20;
+  o->min_time = 1.0;
+  o->tol = 2e-2;
+  o->local_tol = -1;
+  o->prob.seed = 12345;
+  o->prob.rank = o->prob.nranks = o->prob.local_rank = -1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    long long x;
+    double d;
+#define NEED()                                        \
+  do {                                                \
+    if (!v) return usage("%s needs a value", a);      \
+    i++;                                              \
+  } while (0)
+    if (!strcmp(a, "--perturb")) {
+      o->perturb = 1;
+    } else if (!strcmp(a, "--params")) {
+      NEED();
+      if (parse_params(v, &o->prob)) return usage("bad --params '%s'", v);
+      snprintf(o->params_text, sizeof o->params_text, "%s", v);
+    } else if (!strcmp(a, "--size-name")) {
+      NEED();
+      if (strlen(v) >= WL_NAME_MAX) return usage("--size-name too long", NULL);
+      snprintf(o->prob.size_name, sizeof o->prob.size_name, "%s", v);
+    } else if (!strcmp(a, "--mode")) {
+      NEED();
+      if (!strcmp(v, "verify")) o->mode = RT_MODE_VERIFY;
+      else if (!strcmp(v, "bench")) o->mode = RT_MODE_BENCH;
+      else return usage("bad --mode '%s'", v);
+    } else if (!strcmp(a, "--warmup") || !strcmp(a, "--iters") ||
+               !strcmp(a, "--rank") || !strcmp(a, "--nranks") ||
+               !strcmp(a, "--local-rank") || !strcmp(a, "--vranks") ||
+               !strcmp(a, "--seed")) {
+      NEED();
+      if (parse_ll(v, &x) || x < 0 || (strcmp(a, "--seed") && x > 1000000))
+        return usage("bad number '%s'", v);
+      if (!strcmp(a, "--warmup")) o->warmup = (int)x;
+      else if (!strcmp(a, "--iters")) o->iters = (int)x;
+      else if (!strcmp(a, "--rank")) o->prob.rank = (int)x;
+      else if (!strcmp(a, "--nranks")) o->prob.nranks = (int)x;
+      else if (!strcmp(a, "--local-rank")) o->prob.local_rank = (int)x;
+      else if (!strcmp(a, "--vranks")) o->vranks = (int)x;
+      else o->prob.seed = (unsigned long long)x;
+    } else if (!strcmp(a, "--min-time") || !strcmp(a, "--tol") ||
+               !strcmp(a, "--local-tol")) {
+      NEED();
+      if (parse_d(v, &d) || d < 0 || d > 1e6) return usage("bad number '%s'", v);
+      if (!strcmp(a, "--min-time")) o->min_time = d;
+      else if (!strcmp(a, "--tol")) o->tol = d;
+      else o->local_tol = d;
+    } else if (!strcmp(a, "--out")) {
+      NEED();
+      o->out = v;
+    } else if (!strcmp(a, "--machine")) {
+      NEED();
+      o->machine = v;
+    } else if (!strcmp(a, "--id-file")) {
+      NEED();
+      o->id_file = v;
+    } else if (!strcmp(a, "--impl")) {
+      NEED();
+      o->impl = v;
+    } else if (!strcmp(a, "--workload")) {
+      NEED();
+      o->workload = v;
+    } else if (!strcmp(a, "--skip-check")) {
+      NEED();
+      int found = 0;
+      for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++)
+        if (!strcmp(v, checks[k].name) || !strcmp(v, "all")) {
+          o->skip |= checks[k].bit;
+          found = 1;
+        }
+      if (!found) return usage("unknown check '%s'", v);
+    } else {
+      return usage("unknown argument '%s'", a);
+    }
+#undef NEED
+  }
+  if (o->mode < 0) return usage("--mode is required", NULL);
+  if (!o->out) return usage("--out is required", NULL);
+  if (!o->prob.nparams) return usage("--params is required", NULL);
+  // Ranks: flags first, then the launchers' environment.
+  if (o->prob.rank < 0 && !env_int("OMPI_COMM_WORLD_RANK", &o->prob.rank) &&
+      !env_int("PMI_RANK", &o->prob.rank) && !env_int("SLURM_PROCID", &o->prob.rank))
+    o->prob.rank = 0;
+  if (o->prob.nranks < 0 && !env_int("OMPI_COMM_WORLD_SIZE", &o->prob.nranks) &&
+      !env_int("PMI_SIZE", &o->prob.nranks) && !env_int("SLURM_NTASKS", &o->prob.nranks))
+    o->prob.nranks = 1;
+  if (o->prob.local_rank < 0 &&
+      !env_int("OMPI_COMM_WORLD_LOCAL_RANK", &o->prob.local_rank) &&
+      !env_int("MPI_LOCALRANKID", &o->prob.local_rank) &&
+      !env_int("SLURM_LOCALID", &o->prob.local_rank))
+    o->prob.local_rank = o->prob.rank;
+  if (o->prob.nranks < 1 || o->prob.rank >= o->prob.nranks)
+    return usage("rank %s out of range", NULL);
+  if (o->prob.nranks > 1 && !o->id_file && !getenv("NCCL_COMM_ID"))
+    return usage("%s ranks need --id-file or NCCL_COMM_ID", "several");
+  if (o->warmup < 0) o->warmup = o->mode == RT_MODE_BENCH ? 5 : 1;
+  if (o->iters < 1) o->iters = 1;
+  if (o->local_tol < 0) o->local_tol = o->tol;
+  o->prob.vranks = o->vranks;
+  return 0;
+}
+
+void rt_progress(const struct rt_opts *o, const char *stage) {
+  char path[4096], tmp[4200];
+  if (snprintf(path, sizeof path, "%s.rank%d.progress", o->out, o->prob.rank) >=
+      (int)sizeof path)
+    return;
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return;
+  fprintf(f, "%s\n", stage);
+  if (fclose(f) == 0) rename(tmp, path);
+}
+
+// Rank 0 writes the unique id atomically; the others poll with a timeout.
+static int exchange_id(const struct rt_opts *o, ncclUniqueId *id) {
+  if (getenv("NCCL_COMM_ID") || o->prob.nranks == 1 || !o->id_file) {
+    NCCL_CHECK(ncclGetUniqueId(id));
+    return 0;
+  }
+  if (o->prob.rank == 0) {
+    NCCL_CHECK(ncclGetUniqueId(id));
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", o->id_file, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || write(fd, id, sizeof *id) != (ssize_t)sizeof *id ||
+        close(fd) != 0 || rename(tmp, o->id_file) != 0) {
+      rt_errorf("cannot write id file %s: %s", o->id_file, strerror(errno));
+      return -1;
+    }
+    return 0;
+  }
+  double deadline = rt_now_ms() + 120e3;
+  for (;;) {
+    int fd = open(o->id_file, O_RDONLY);
+    if (fd >= 0) {
+      ssize_t n = read(fd, id, sizeof *id);
+      close(fd);
+      if (n == (ssize_t)sizeof *id) return 0;
+    }
+    if (rt_now_ms() > deadline) {
+      rt_errorf("timed out after 120 s waiting for id file %s from rank 0",
+                o->id_file);
+      return -1;
+    }
+    usleep(20000);
+  }
+}
+
+int rt_boot_nccl(struct rt_opts *o, struct wl_ctx *ctx) {
+  const char *nvls = getenv("NCCL_NVLS_ENABLE");
+  if (nvls && strcmp(nvls, "0") != 0) {
+    rt_errorf("NCCL_NVLS_ENABLE=%s: NVLink multicast must stay off (set 0)",
+              nvls);
+    return -1;
+  }
+  if (!nvls) setenv("NCCL_NVLS_ENABLE", "0", 1);
+  int v = 0;
+  NCCL_CHECK(ncclGetVersion(&v));
+  if (v != NCCL_VERSION_CODE) {
+    rt_errorf("NCCL library %d differs from headers %d: rebuild against the "
+              "library in use (device API ABI is version-specific)",
+              v, NCCL_VERSION_CODE);
+    return -1;
+  }
+  int ndev = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&ndev));
+  if (ndev < 1) {
+    rt_errorf("no CUDA device");
+    return -1;
+  }
+  ctx->device = o->prob.local_rank % ndev;
+  CUDA_CHECK(cudaSetDevice(ctx->device));
+  ncclUniqueId id;
+  RT_TRY(exchange_id(o, &id));
+  NCCL_CHECK(ncclCommInitRank(&ctx->comm, o->prob.nranks, id, o->prob.rank));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->ref_stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->hog_stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->bar_stream, cudaStreamNonBlocking));
+  return 0;
+}
+
+void rt_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+void rt_json_machine(FILE *f, const char *path) {
+  FILE *m = path ? fopen(path, "r") : NULL;
+  if (!m) {
+    fputs("null", f);
+    return;
+  }
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, m);
+  int truncated = !feof(m);
+  fclose(m);
+  buf[n] = 0;
+  size_t a = 0, b = n;
+  while (a < b && (buf[a] == ' ' || buf[a] == '\n' || buf[a] == '\t')) a++;
+  while (b > a && (buf[b - 1] == ' ' || buf[b - 1] == '\n' || buf[b - 1] == '\t' ||
+                   buf[b - 1] == '\r'))
+    b--;
+  // The tool writes this file; still refuse anything that is not one object.
+  if (truncated || b - a < 2 || buf[a] != '{' || buf[b - 1] != '}') {
+    fputs("null", f);
+    return;
+  }
+  fwrite(buf + a, 1, b - a, f);
+}

@@ -1,0 +1,133 @@
+// runtime/rt_internal.cuh - what the runtime's own translation units share.
+// Never included by workloads or candidates.
+#ifndef CUCO_RT_INTERNAL_CUH
+#define CUCO_RT_INTERNAL_CUH
+
+#include <stdio.h>
+
+#include "rt.cuh"
+
+#define RT_MAX_BUFS 64
+#define RT_ERR_MAX 512
+
+// Checked calls inside the runtime: record file:line and return -1.
+#define CUDA_CHECK(call)                                                    \
+  do {                                                                      \
+    cudaError_t ce_ = (call);                                               \
+    if (ce_ != cudaSuccess) {                                               \
+      rt_errorf("%s:%d: %s: %s", __FILE__, __LINE__, #call,                \
+                cudaGetErrorString(ce_));                                   \
+      return -1;                                                            \
+    }                                                                       \
+  } while (0)
+#define NCCL_CHECK(call)                                                    \
+  do {                                                                      \
+    ncclResult_t nr_ = (call);                                              \
+    if (nr_ != ncclSuccess) {                                               \
+      rt_errorf("%s:%d: %s: %s", __FILE__, __LINE__, #call,                \
+                ncclGetErrorString(nr_));                                   \
+      return -1;                                                            \
+    }                                                                       \
+  } while (0)
+#define RT_TRY(call)                                                        \
+  do {                                                                      \
+    if ((call) != 0) return -1;                                             \
+  } while (0)
+
+struct rt_buf {
+  char name[WL_NAME_MAX];
+  int kind, dtype, flags;
+  size_t bytes;
+  void *dev;
+  ncclWindow_t win;
+  void *snap;          // OUTPUT: snapshot taken right after the end event
+  void *expected;      // OUTPUT: reference result (fp32 or own dtype)
+  long long rows, cols;
+  uint32_t id;         // hash of the name: input seed stream
+};
+
+struct wl_ctx {
+  struct wl_problem prob;
+  int device;
+  cudaStream_t stream, ref_stream, hog_stream, bar_stream;
+  ncclComm_t comm;
+  int nbufs;
+  struct rt_buf bufs[RT_MAX_BUFS];
+  int ndevcomms;
+  ncclDevComm devcomms[8];
+  void *user, *ref_state;
+  unsigned long long epoch; // advanced before every step
+  unsigned long long step;  // index of the current step (input stream)
+  int (*reset_fn)(struct wl_ctx *);
+  char err[RT_ERR_MAX];
+  int in_setup;
+};
+
+// The runtime's last error (one line); set by rt_errorf / rt_fail.
+extern char rt_last_error[RT_ERR_MAX];
+void rt_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+struct rt_buf *rt_find(struct wl_ctx *ctx, const char *name);
+int rt_dtype_size(int dtype);
+int rt_dtype_is_float(int dtype);
+const char *rt_dtype_name(int dtype);
+
+// rt_ctx.cu: refill this rank's INPUTs for ctx->step; free all buffers.
+int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s);
+void rt_ctx_release(struct wl_ctx *ctx);
+
+// Device helpers (rt_kernels.cu); all enqueue on STREAM.
+uint64_t rt_mix64(uint64_t x);
+int rt_fill_random(void *dev, size_t bytes, int dtype, uint64_t key,
+                   cudaStream_t stream);
+int rt_poison(void *dev, size_t bytes, int dtype, int counts,
+              cudaStream_t stream);
+// Order-dependent 64-bit hash of BYTES at DEV into *OUT_DEV (device u64).
+int rt_hash(const void *dev, size_t bytes, unsigned long long *out_dev,
+            cudaStream_t stream);
+int rt_spin(double ms, cudaStream_t stream);
+int rt_hog(void *scratch, size_t bytes, double ms, cudaStream_t stream);
+
+struct rt_cmp {
+  double err2, ref2;          // sums over compared elements
+  unsigned long long nan, poison, compared;
+  double worst_row_rel;       // max over rows of the row's relative L2
+  long long worst_row;
+};
+// Compare snapshot GOT (dtype) with EXPECTED (fp32 for float dtypes, else
+// own dtype) over ROWS x COLS; SAMPLE_STRIDE > 1 compares every k-th row.
+int rt_compare(const void *got, const void *expected, int dtype, int counts,
+               long long rows, long long cols, long long sample_stride,
+               struct rt_cmp *out, cudaStream_t stream);
+
+// ---- rt_boot.cu: command line, ranks, NCCL bootstrap, progress, JSON
+
+enum rt_mode { RT_MODE_VERIFY = 0, RT_MODE_BENCH = 1 };
+enum rt_check_bit {  // --skip-check names (testing the checks only)
+  RT_CK_FRESH = 1, RT_CK_POISON = 2, RT_CK_SNAPSHOT = 4, RT_CK_INPUT_HASH = 8,
+  RT_CK_HOST_CLOCK = 16, RT_CK_LOCAL = 32, RT_CK_TIMED_VERIFY = 64
+};
+
+struct rt_opts {
+  struct wl_problem prob;
+  int mode, warmup, iters, perturb, vranks, skip;
+  double min_time, tol, local_tol;
+  const char *out, *machine, *id_file, *impl, *workload;
+  char params_text[512];
+};
+
+// Parse argv into OPTS (ranks from flags or OMPI_/PMI_/SLURM_ env).
+// 0, or -2 after printing a one-line usage error.
+int rt_parse_args(int argc, char **argv, struct rt_opts *opts);
+// Check NCCL version and NVLS env, create the communicator on the device of
+// the local rank.  0 or -1 (rt_last_error).
+int rt_boot_nccl(struct rt_opts *opts, struct wl_ctx *ctx);
+// Write "<out>.rank<R>.progress" atomically with STAGE.
+void rt_progress(const struct rt_opts *opts, const char *stage);
+// Print S as a JSON string literal to F.
+void rt_json_str(FILE *f, const char *s);
+// Copy the --machine file into F as a JSON value ("null" if unusable).
+void rt_json_machine(FILE *f, const char *path);
+double rt_now_ms(void);
+
+#endif  // CUCO_RT_INTERNAL_CUH

@@ -1,0 +1,312 @@
+// runtime/rt_kernels.cu - the runtime's own device work: seeded random
+// inputs, poison, input hashes, output comparison, and the frozen
+// perturbation kernels (spin delay, SM/HBM hog).  Nothing here is timed.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+#include <string.h>
+
+#include "rt_internal.cuh"
+
+// splitmix64 finaliser: a good 64-bit mixer, identical on host and device.
+__host__ __device__ static inline uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint64_t rt_mix64(uint64_t x) { return mix64(x); }
+
+// Uniform in [-1, 1) from 24 random bits: never constant, never NaN/Inf.
+__device__ static inline float unit_float(uint64_t h) {
+  return (float)((int32_t)(h >> 40) - (1 << 23)) * (1.0f / (1 << 23));
+}
+
+__global__ void k_fill(unsigned char *p, size_t n_elems, int dtype,
+                       uint64_t key) {
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_elems;
+       i += stride) {
+    uint64_t h = mix64(key ^ mix64(i));
+    switch (dtype) {
+      case RT_BF16:
+        ((__nv_bfloat16 *)p)[i] = __float2bfloat16(unit_float(h));
+        break;
+      case RT_F16:
+        ((__half *)p)[i] = __float2half(unit_float(h));
+        break;
+      case RT_F32:
+        ((float *)p)[i] = unit_float(h);
+        break;
+      case RT_F64:
+        ((double *)p)[i] = (double)unit_float(h);
+        break;
+      case RT_I32:
+      case RT_U32:
+        ((uint32_t *)p)[i] = (uint32_t)(h >> 32);
+        break;
+      case RT_I64:
+        ((uint64_t *)p)[i] = h;
+        break;
+      default:
+        p[i] = (unsigned char)(h >> 56);
+        break;
+    }
+  }
+}
+
+static int grid_for(size_t n, int threads) {
+  size_t g = (n + threads - 1) / threads;
+  if (g > 4096) g = 4096;
+  return g ? (int)g : 1;
+}
+
+int rt_fill_random(void *dev, size_t bytes, int dtype, uint64_t key,
+                   cudaStream_t stream) {
+  int es = rt_dtype_size(dtype);
+  size_t n = bytes / es, tail = bytes - n * es;
+  if (n) {
+    k_fill<<<grid_for(n, 256), 256, 0, stream>>>((unsigned char *)dev, n, dtype,
+                                                 key);
+    CUDA_CHECK(cudaGetLastError());
+  }
+  if (tail) {
+    k_fill<<<1, 32, 0, stream>>>((unsigned char *)dev + n * es, tail, RT_U8,
+                                 key ^ 0x7A11ull);
+    CUDA_CHECK(cudaGetLastError());
+  }
+  return 0;
+}
+
+// Poison is all-ones bytes: a NaN in bf16/f16/f32/f64, 0xFFFFFFFF for
+// counts, never zero.
+int rt_poison(void *dev, size_t bytes, int dtype, int counts,
+              cudaStream_t stream) {
+  (void)dtype;
+  (void)counts;
+  CUDA_CHECK(cudaMemsetAsync(dev, 0xFF, bytes, stream));
+  return 0;
+}
+
+__global__ void k_hash(const unsigned char *p, size_t bytes,
+                       unsigned long long *out) {
+  size_t nw = bytes / 8, stride = (size_t)gridDim.x * blockDim.x;
+  uint64_t acc = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < nw;
+       i += stride) {
+    uint64_t w;
+    memcpy(&w, p + i * 8, 8);
+    acc += mix64(w ^ mix64(i + 1));
+  }
+  size_t gi = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (gi < bytes - nw * 8) acc += mix64(p[nw * 8 + gi] ^ mix64(~gi));
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffff, acc, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, (unsigned long long)acc);
+}
+
+int rt_hash(const void *dev, size_t bytes, unsigned long long *out_dev,
+            cudaStream_t stream) {
+  CUDA_CHECK(cudaMemsetAsync(out_dev, 0, sizeof *out_dev, stream));
+  k_hash<<<grid_for(bytes / 8 + 8, 256), 256, 0, stream>>>(
+      (const unsigned char *)dev, bytes, out_dev);
+  CUDA_CHECK(cudaGetLastError());
+  return 0;
+}
+
+__device__ static inline uint64_t now_ns(void) {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Frozen delay: one thread spins on the global timer.
+__global__ void k_spin(uint64_t ns) {
+  uint64_t t0 = now_ns();
+  while (now_ns() - t0 < ns) {
+  }
+}
+
+int rt_spin(double ms, cudaStream_t stream) {
+  k_spin<<<1, 1, 0, stream>>>((uint64_t)(ms * 1e6));
+  CUDA_CHECK(cudaGetLastError());
+  return 0;
+}
+
+// Frozen SM/HBM hog: every CTA streams through its slice of SCRATCH,
+// read-modify-write, until the time is up.
+__global__ void k_hog(uint4 *buf, size_t n, uint64_t ns) {
+  uint64_t t0 = now_ns();
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  while (now_ns() - t0 < ns) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+      uint4 v = buf[i];
+      v.x += 1;
+      buf[i] = v;
+    }
+  }
+}
+
+int rt_hog(void *scratch, size_t bytes, double ms, cudaStream_t stream) {
+  int dev = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  k_hog<<<sms, 512, 0, stream>>>((uint4 *)scratch, bytes / sizeof(uint4),
+                                 (uint64_t)(ms * 1e6));
+  CUDA_CHECK(cudaGetLastError());
+  return 0;
+}
+
+struct cmp_dev {
+  double err2, ref2;
+  unsigned long long nan, poison, compared, worst; // worst: rel bits<<32|row
+};
+
+__device__ static inline double load_got(const unsigned char *p, size_t i,
+                                         int dtype, int *is_poison) {
+  switch (dtype) {
+    case RT_BF16: {
+      unsigned short b = ((const unsigned short *)p)[i];
+      *is_poison = b == 0xFFFF;
+      return (double)__bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    }
+    case RT_F16: {
+      unsigned short b = ((const unsigned short *)p)[i];
+      *is_poison = b == 0xFFFF;
+      return (double)__half2float(((const __half *)p)[i]);
+    }
+    case RT_F32: {
+      unsigned int b = ((const unsigned int *)p)[i];
+      *is_poison = b == 0xFFFFFFFFu;
+      return (double)((const float *)p)[i];
+    }
+    case RT_F64: {
+      unsigned long long b = ((const unsigned long long *)p)[i];
+      *is_poison = b == ~0ull;
+      return ((const double *)p)[i];
+    }
+    case RT_I32:
+    case RT_U32: {
+      unsigned int b = ((const unsigned int *)p)[i];
+      *is_poison = b == 0xFFFFFFFFu;
+      return (double)b;
+    }
+    case RT_I64: {
+      unsigned long long b = ((const unsigned long long *)p)[i];
+      *is_poison = b == ~0ull;
+      return (double)b;
+    }
+    default:
+      *is_poison = p[i] == 0xFF;
+      return (double)p[i];
+  }
+}
+
+__device__ static inline double load_exp(const unsigned char *p, size_t i,
+                                         int dtype) {
+  int dummy;
+  if (dtype == RT_BF16 || dtype == RT_F16 || dtype == RT_F32)
+    return (double)((const float *)p)[i];
+  return load_got(p, i, dtype, &dummy);
+}
+
+__global__ void k_compare(const unsigned char *got, const unsigned char *exp,
+                          int dtype, long long rows, long long cols,
+                          long long sample, struct cmp_dev *out) {
+  __shared__ double s_e[32], s_r[32];
+  __shared__ unsigned long long s_n[32], s_p[32];
+  bool is_int = !(dtype == RT_BF16 || dtype == RT_F16 || dtype == RT_F32 ||
+                  dtype == RT_F64);
+  for (long long row = (long long)blockIdx.x * sample; row < rows;
+       row += (long long)gridDim.x * sample) {
+    double e2 = 0, r2 = 0;
+    unsigned long long nn = 0, np = 0;
+    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
+      size_t i = (size_t)row * cols + c;
+      int pz = 0;
+      double g = load_got(got, i, dtype, &pz);
+      double x = load_exp(exp, i, dtype);
+      np += pz;
+      if (is_int) {
+        e2 += (g != x);
+        r2 += 1;
+      } else if (isnan(g) || isinf(g)) {
+        nn++;
+      } else {
+        e2 += (g - x) * (g - x);
+        r2 += x * x;
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      e2 += __shfl_down_sync(0xffffffff, e2, o);
+      r2 += __shfl_down_sync(0xffffffff, r2, o);
+      nn += __shfl_down_sync(0xffffffff, nn, o);
+      np += __shfl_down_sync(0xffffffff, np, o);
+    }
+    int w = threadIdx.x / 32, nw = blockDim.x / 32;
+    if ((threadIdx.x & 31) == 0) {
+      s_e[w] = e2;
+      s_r[w] = r2;
+      s_n[w] = nn;
+      s_p[w] = np;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int k = 1; k < nw; k++) {
+        e2 += s_e[k];
+        r2 += s_r[k];
+        nn += s_n[k];
+        np += s_p[k];
+      }
+      atomicAdd(&out->err2, e2);
+      atomicAdd(&out->ref2, r2);
+      atomicAdd(&out->nan, nn);
+      atomicAdd(&out->poison, np);
+      atomicAdd(&out->compared, (unsigned long long)cols);
+      float rel;
+      if (nn || np)
+        rel = INFINITY;  // a row with NaN or poison is the worst row
+      else if (e2 == 0)
+        rel = 0;
+      else if (is_int)
+        rel = (float)(e2 / (r2 > 0 ? r2 : 1));
+      else
+        rel = (float)sqrt(e2 / (r2 > 1e-30 ? r2 : 1e-30));
+      unsigned long long key =
+          ((unsigned long long)__float_as_uint(rel) << 32) | (uint32_t)row;
+      atomicMax(&out->worst, key);
+    }
+    __syncthreads();
+  }
+}
+
+int rt_compare(const void *got, const void *expected, int dtype, int counts,
+               long long rows, long long cols, long long sample_stride,
+               struct rt_cmp *out, cudaStream_t stream) {
+  (void)counts;
+  struct cmp_dev *d = NULL, h;
+  if (sample_stride < 1) sample_stride = 1;
+  CUDA_CHECK(cudaMallocAsync((void **)&d, sizeof *d, stream));
+  CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof *d, stream));
+  long long nrows = (rows + sample_stride - 1) / sample_stride;
+  int grid = nrows > 8192 ? 8192 : (int)(nrows ? nrows : 1);
+  k_compare<<<grid, 256, 0, stream>>>((const unsigned char *)got,
+                                      (const unsigned char *)expected, dtype,
+                                      rows, cols, sample_stride, d);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaFreeAsync(d, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  out->err2 = h.err2;
+  out->ref2 = h.ref2;
+  out->nan = h.nan;
+  out->poison = h.poison;
+  out->compared = h.compared;
+  unsigned int bits = (unsigned int)(h.worst >> 32);
+  float rel;
+  memcpy(&rel, &bits, sizeof rel);
+  out->worst_row_rel = rel;
+  out->worst_row = (long long)(h.worst & 0xFFFFFFFFull);
+  return 0;
+}

@@ -1,0 +1,567 @@
+// runtime/rt_main.cu - main of every workload binary: one rank, one GPU.
+// Runs the steps, times them, verifies them and writes RESULT.json
+// (docs/contracts.md section 4).  Never part of a candidate.
+//
+// One step (non-perturbed):
+//   reset hook -> fresh inputs -> poison OUTPUT/RECV -> hash inputs ->
+//   stream sync -> cross-rank barrier -> host t0 -> [start event] wl_step
+//   [end event] -> snapshot OUTPUTs on the same stream -> device sync ->
+//   host t1 -> hash inputs again.
+// Perturbed steps enqueue the preparation and the barrier asynchronously on
+// the step stream behind a frozen spin kernel on one rank, then delay that
+// rank again after the barrier (kinds 0, 2), co-run a frozen SM/HBM hog
+// beside it (kind 1), or delay the next rank's launch on the host (kind 2).
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt_internal.cuh"
+
+#define RT_MAX_CHECKS 48
+#define RT_MAX_SAMPLES 2000
+// Host clock: events must not claim much less than the host saw.
+#define RT_HC_ABS_MS 0.25
+#define RT_HC_REL 0.10
+
+#ifndef CUCO_WORKLOAD_NAME
+#define CUCO_WORKLOAD_NAME ""
+#endif
+#ifndef CUCO_IMPL_NAME
+#define CUCO_IMPL_NAME ""
+#endif
+
+enum { ST_CHECK = 0, ST_TIMED = 1, ST_PERTURB = 2 };
+static const char *step_kind_name[] = {"check", "timed", "perturb"};
+
+// One verification record; identical layout on every rank (allgathered).
+struct rt_check {
+  int rank, kind, passed;
+  char output[WL_NAME_MAX];
+  double rel_l2, row_rel;
+  unsigned long long nan, poison;
+  char reason[192];
+};
+
+struct rt_run {
+  struct rt_opts *o;
+  struct wl_ctx *ctx;
+  unsigned long long *hash_dev;  // [2 * nbufs]
+  int *bar_dev;
+  void *hog_buf;
+  size_t hog_bytes;
+  cudaEvent_t ev0, ev1, ev2;
+  struct rt_check checks[RT_MAX_CHECKS];
+  int nchecks;
+  int failed;                    // this rank saw a failed check
+  char first_reason[256];
+};
+
+struct step_time {
+  double ev_ms, host_ms, snap_ms;
+};
+
+static void add_reason(struct rt_check *c, const char *fmt, const char *arg,
+                       double x, double y) {
+  char tmp[160];
+  snprintf(tmp, sizeof tmp, fmt, arg, x, y);
+  size_t n = strlen(c->reason);
+  snprintf(c->reason + n, sizeof c->reason - n, "%s%s", n ? "; " : "", tmp);
+  c->passed = 0;
+}
+
+static struct rt_check *new_check(struct rt_run *r, int kind,
+                                  const char *output) {
+  // Timed steps fold into one record per output (worst values kept).
+  if (kind == ST_TIMED)
+    for (int i = 0; i < r->nchecks; i++)
+      if (r->checks[i].kind == ST_TIMED && !strcmp(r->checks[i].output, output))
+        return &r->checks[i];
+  if (r->nchecks >= RT_MAX_CHECKS) return &r->checks[RT_MAX_CHECKS - 1];
+  struct rt_check *c = &r->checks[r->nchecks++];
+  memset(c, 0, sizeof *c);
+  c->rank = r->ctx->prob.rank;
+  c->kind = kind;
+  c->passed = 1;
+  snprintf(c->output, sizeof c->output, "%s", output);
+  return c;
+}
+
+static void note_fail(struct rt_run *r, const struct rt_check *c) {
+  if (c->passed) return;
+  if (!r->failed)
+    snprintf(r->first_reason, sizeof r->first_reason, "rank %d %s %s: %s",
+             r->ctx->prob.rank, step_kind_name[c->kind], c->output, c->reason);
+  r->failed = 1;
+}
+
+// Cross-rank barrier; DATA is max-reduced (used for the bench stop flag).
+static int barrier(struct rt_run *r, cudaStream_t s, int *data, int sync) {
+  if (data) CUDA_CHECK(cudaMemcpyAsync(r->bar_dev, data, sizeof *data,
+                                       cudaMemcpyHostToDevice, s));
+  NCCL_CHECK(ncclAllReduce(r->bar_dev, r->bar_dev, 1, ncclInt32, ncclMax,
+                           r->ctx->comm, s));
+  if (data) CUDA_CHECK(cudaMemcpyAsync(data, r->bar_dev, sizeof *data,
+                                       cudaMemcpyDeviceToHost, s));
+  if (sync) CUDA_CHECK(cudaStreamSynchronize(s));
+  return 0;
+}
+
+static int prepare(struct rt_run *r, cudaStream_t s, int first) {
+  struct wl_ctx *ctx = r->ctx;
+  if (ctx->reset_fn && ctx->reset_fn(ctx) != 0) {
+    rt_errorf("reset hook: %s", ctx->err);
+    return -1;
+  }
+  if (first || !(r->o->skip & RT_CK_FRESH)) RT_TRY(rt_inputs_fill(ctx, s));
+  for (int i = 0; i < ctx->nbufs; i++) {
+    struct rt_buf *b = &ctx->bufs[i];
+    if ((b->kind == RT_OUTPUT || b->kind == RT_RECV) &&
+        !(r->o->skip & RT_CK_POISON))
+      RT_TRY(rt_poison(b->dev, b->bytes, b->dtype, b->flags & RT_COUNTS, s));
+    if (b->kind == RT_INPUT && !(r->o->skip & RT_CK_INPUT_HASH))
+      RT_TRY(rt_hash(b->dev, b->bytes, &r->hash_dev[2 * i], s));
+  }
+  return 0;
+}
+
+static int run_wl_step(struct wl_ctx *ctx) {
+  if (wl_step(ctx) != 0) {
+    rt_errorf("wl_step: %s", ctx->err[0] ? ctx->err : rt_last_error);
+    return -1;
+  }
+  return 0;
+}
+
+// Perturbation PK (-1 none) of global step number STEP_NO.
+static int one_step(struct rt_run *r, int pk, unsigned long long step_no,
+                    struct step_time *t) {
+  struct wl_ctx *ctx = r->ctx;
+  cudaStream_t s = ctx->stream;
+  ctx->step = step_no;
+  ctx->epoch++;
+  uint64_t h = rt_mix64(ctx->prob.seed ^ rt_mix64(step_no) ^ 0xD1E);
+  int victim = (int)(h % ctx->prob.nranks), me = ctx->prob.rank;
+  double delay_ms = 1.0 + (double)((h >> 16) % 4001) / 1000.0;
+  if (pk < 0) {
+    RT_TRY(prepare(r, s, step_no == 1));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    RT_TRY(barrier(r, ctx->bar_stream, NULL, 1));
+  } else {
+    // Asynchronous, and the victim's preparation starts late: a step that
+    // does not order itself after the runtime's stream sees stale inputs,
+    // and the poison lands on what it wrote.
+    if (me == victim) RT_TRY(rt_spin(delay_ms, s));
+    RT_TRY(prepare(r, s, step_no == 1));
+    RT_TRY(barrier(r, s, NULL, 0));
+    if ((pk == 0 || pk == 2) && me == victim) RT_TRY(rt_spin(delay_ms, s));
+    if (pk == 1 && me == victim) {
+      CUDA_CHECK(cudaEventRecord(r->ev2, s));
+      CUDA_CHECK(cudaStreamWaitEvent(ctx->hog_stream, r->ev2, 0));
+      RT_TRY(rt_hog(r->hog_buf, r->hog_bytes, delay_ms, ctx->hog_stream));
+    }
+  }
+  double t0 = rt_now_ms();
+  CUDA_CHECK(cudaEventRecord(r->ev0, s));
+  if (pk == 2 && me == (victim + 1) % ctx->prob.nranks)
+    usleep((useconds_t)(delay_ms * 400));  // varied launch order
+  RT_TRY(run_wl_step(ctx));
+  CUDA_CHECK(cudaEventRecord(r->ev1, s));
+  // The snapshot: what the step claims to have finished at its end event.
+  for (int i = 0; i < ctx->nbufs; i++) {
+    struct rt_buf *b = &ctx->bufs[i];
+    if (b->kind == RT_OUTPUT && !(r->o->skip & RT_CK_SNAPSHOT))
+      CUDA_CHECK(cudaMemcpyAsync(b->snap, b->dev, b->bytes,
+                                 cudaMemcpyDeviceToDevice, s));
+  }
+  CUDA_CHECK(cudaEventRecord(r->ev2, s));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  double t1 = rt_now_ms();
+  float ev = 0, snap = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ev, r->ev0, r->ev1));
+  CUDA_CHECK(cudaEventElapsedTime(&snap, r->ev1, r->ev2));
+  t->ev_ms = ev;
+  t->snap_ms = snap;
+  t->host_ms = t1 - t0;
+  if (r->o->skip & RT_CK_SNAPSHOT)  // late data wins: only to test the check
+    for (int i = 0; i < ctx->nbufs; i++)
+      if (ctx->bufs[i].kind == RT_OUTPUT)
+        CUDA_CHECK(cudaMemcpy(ctx->bufs[i].snap, ctx->bufs[i].dev,
+                              ctx->bufs[i].bytes, cudaMemcpyDeviceToDevice));
+  if (!(r->o->skip & RT_CK_INPUT_HASH)) {
+    for (int i = 0; i < ctx->nbufs; i++)
+      if (ctx->bufs[i].kind == RT_INPUT)
+        RT_TRY(rt_hash(ctx->bufs[i].dev, ctx->bufs[i].bytes,
+                       &r->hash_dev[2 * i + 1], s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  return 0;
+}
+
+// Verify the snapshot of every OUTPUT of the step just run.
+static int verify_step(struct rt_run *r, int kind, long long sample) {
+  struct wl_ctx *ctx = r->ctx;
+  if (!(r->o->skip & RT_CK_INPUT_HASH)) {
+    unsigned long long hh[2 * RT_MAX_BUFS];
+    CUDA_CHECK(cudaMemcpy(hh, r->hash_dev, sizeof(hh[0]) * 2 * ctx->nbufs,
+                          cudaMemcpyDeviceToHost));
+    for (int i = 0; i < ctx->nbufs; i++)
+      if (ctx->bufs[i].kind == RT_INPUT && hh[2 * i] != hh[2 * i + 1]) {
+        struct rt_check *c = new_check(r, kind, "(inputs)");
+        add_reason(c, "input-hash: INPUT %s changed during the step", ctx->bufs[i].name,
+                   0, 0);
+        note_fail(r, c);
+      }
+  }
+  for (int i = 0; i < ctx->nbufs; i++) {
+    struct rt_buf *b = &ctx->bufs[i];
+    if (b->kind != RT_OUTPUT) continue;
+    if (wl_reference(ctx, &ctx->prob, b->name, b->expected) != 0) {
+      rt_errorf("reference for %s: %s", b->name, ctx->err);
+      return -1;
+    }
+    CUDA_CHECK(cudaStreamSynchronize(ctx->ref_stream));
+    struct rt_cmp m;
+    RT_TRY(rt_compare(b->snap, b->expected, b->dtype, b->flags & RT_COUNTS,
+                      b->rows, b->cols, sample, &m, ctx->ref_stream));
+    double rel = m.ref2 > 0 ? sqrt(m.err2 / m.ref2) : (m.err2 > 0 ? INFINITY : 0);
+    struct rt_check *c = new_check(r, kind, b->name);
+    if (rel > c->rel_l2 || rel != rel) c->rel_l2 = rel;
+    if (m.worst_row_rel > c->row_rel) c->row_rel = m.worst_row_rel;
+    c->nan += m.nan;
+    c->poison += m.poison;
+    if (m.poison)
+      add_reason(c, "poison: %s%.0f elements still hold the poison pattern (unwritten or late)",
+                 "", (double)m.poison, 0);
+    else if (m.nan)
+      add_reason(c, "nan: %s%.0f NaN/Inf elements", "", (double)m.nan, 0);
+    if (!(rel <= r->o->tol))
+      add_reason(c, "rel-l2: %s%.3g > tol %.3g", "", rel, r->o->tol);
+    if (!(r->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison &&
+        !(m.worst_row_rel <= r->o->local_tol)) {
+      char row[64];
+      snprintf(row, sizeof row, "row %lld", m.worst_row);
+      add_reason(c, "local-check: %s rel-l2 %.3g > %.3g", row, m.worst_row_rel,
+                 r->o->local_tol);
+    }
+    note_fail(r, c);
+  }
+  return 0;
+}
+
+static void host_clock_check(struct rt_run *r, int kind, double ev, double gap) {
+  if (r->o->skip & RT_CK_HOST_CLOCK) return;
+  if (gap > RT_HC_ABS_MS + RT_HC_REL * ev) {
+    struct rt_check *c = new_check(r, kind, "(timing)");
+    add_reason(c, "host-clock: %sevents %.3f ms but host %.3f ms more: work escaped the timed stream",
+               "", ev, gap);
+    note_fail(r, c);
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double pct(const double *v, int n, double p) {
+  double pos = p * (n - 1);
+  int i = (int)pos;
+  return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+struct timing {
+  int steps;
+  double median, p10, p90, lo, hi, mean, host_median;
+  double samples[RT_MAX_SAMPLES];
+};
+
+static int run_verify(struct rt_run *r, unsigned long long *step_no) {
+  struct step_time t;
+  double best_gap = 1e30, best_ev = 0;
+  int nchk = 1 + (r->o->warmup > 2 ? 2 : r->o->warmup);  // >= 2 verified steps
+  if (nchk < 2) nchk = 2;
+  for (int i = 0; i < nchk; i++) {
+    rt_progress(r->o, "verify");
+    RT_TRY(one_step(r, -1, ++*step_no, &t));
+    RT_TRY(verify_step(r, ST_CHECK, 1));
+    double gap = t.host_ms - t.snap_ms - t.ev_ms;
+    if (gap < best_gap) best_gap = gap, best_ev = t.ev_ms;
+  }
+  host_clock_check(r, ST_CHECK, best_ev, best_gap);
+  for (int pk = 0; r->o->perturb && pk < 3; pk++) {
+    char st[32];
+    snprintf(st, sizeof st, "perturb %d", pk);
+    rt_progress(r->o, st);
+    RT_TRY(one_step(r, pk, ++*step_no, &t));
+    RT_TRY(verify_step(r, ST_PERTURB, 1));
+  }
+  return 0;
+}
+
+static int run_bench(struct rt_run *r, unsigned long long *step_no,
+                     struct timing *tm) {
+  struct wl_ctx *ctx = r->ctx;
+  struct step_time t;
+  for (int i = 0; i < r->o->warmup; i++) {
+    rt_progress(r->o, "warmup");
+    RT_TRY(one_step(r, -1, ++*step_no, &t));
+  }
+  size_t out_elems = 0;
+  for (int i = 0; i < ctx->nbufs; i++)
+    if (ctx->bufs[i].kind == RT_OUTPUT)
+      out_elems += ctx->bufs[i].bytes / rt_dtype_size(ctx->bufs[i].dtype);
+  int small = out_elems <= ((size_t)1 << 24);
+  static float ev[RT_MAX_SAMPLES], host[RT_MAX_SAMPLES];
+  double gaps[RT_MAX_SAMPLES], total = 0;
+  int n = 0, stop = 0;
+  while (!stop && n < RT_MAX_SAMPLES) {
+    char st[32];
+    snprintf(st, sizeof st, "timed %d", n);
+    rt_progress(r->o, st);
+    RT_TRY(one_step(r, -1, ++*step_no, &t));
+    ev[n] = (float)t.ev_ms;
+    host[n] = (float)(t.host_ms - t.snap_ms);
+    gaps[n] = t.host_ms - t.snap_ms - t.ev_ms;
+    // Host time counts too: a step whose events lie cannot stretch the run.
+    total += t.host_ms - t.snap_ms > t.ev_ms ? t.host_ms - t.snap_ms : t.ev_ms;
+    // Every timed step at small shapes; a seeded quarter (and the first) at
+    // big ones, so a candidate cannot know which steps are checked.
+    if (!(r->o->skip & RT_CK_TIMED_VERIFY) &&
+        (small || n == 0 || rt_mix64(ctx->prob.seed ^ (*step_no * 77)) % 4 == 0))
+      RT_TRY(verify_step(r, ST_TIMED, 1));
+    n++;
+    int want_stop = n >= r->o->iters && total >= r->o->min_time * 1e3;
+    RT_TRY(barrier(r, ctx->bar_stream, &want_stop, 1));
+    stop = want_stop;
+  }
+  // Slowest rank per step.
+  float *dev = NULL;
+  CUDA_CHECK(cudaMalloc((void **)&dev, 2 * sizeof(float) * n));
+  CUDA_CHECK(cudaMemcpy(dev, ev, sizeof(float) * n, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dev + n, host, sizeof(float) * n, cudaMemcpyHostToDevice));
+  NCCL_CHECK(ncclAllReduce(dev, dev, 2 * n, ncclFloat32, ncclMax, ctx->comm,
+                           ctx->bar_stream));
+  CUDA_CHECK(cudaMemcpyAsync(ev, dev, sizeof(float) * n, cudaMemcpyDeviceToHost,
+                             ctx->bar_stream));
+  CUDA_CHECK(cudaMemcpyAsync(host, dev + n, sizeof(float) * n,
+                             cudaMemcpyDeviceToHost, ctx->bar_stream));
+  CUDA_CHECK(cudaStreamSynchronize(ctx->bar_stream));
+  CUDA_CHECK(cudaFree(dev));
+  double sorted[RT_MAX_SAMPLES], hs[RT_MAX_SAMPLES], sum = 0;
+  for (int i = 0; i < n; i++) {
+    tm->samples[i] = sorted[i] = ev[i];
+    hs[i] = host[i];
+    sum += ev[i];
+  }
+  qsort(sorted, n, sizeof(double), cmp_double);
+  qsort(hs, n, sizeof(double), cmp_double);
+  tm->steps = n;
+  tm->median = pct(sorted, n, 0.5);
+  tm->p10 = pct(sorted, n, 0.1);
+  tm->p90 = pct(sorted, n, 0.9);
+  tm->mean = sum / n;
+  tm->host_median = pct(hs, n, 0.5);
+  // 95% CI of the median by order statistics: ranks n/2 -+ 0.98 sqrt(n).
+  int lo = (int)floor(n / 2.0 - 0.98 * sqrt((double)n));
+  int hi = (int)ceil(n / 2.0 + 0.98 * sqrt((double)n));
+  tm->lo = sorted[lo < 0 ? 0 : lo];
+  tm->hi = sorted[hi > n - 1 ? n - 1 : hi];
+  qsort(gaps, n, sizeof(double), cmp_double);
+  host_clock_check(r, ST_TIMED, tm->median, pct(gaps, n, 0.5));
+  return 0;
+}
+
+static void write_result(struct rt_run *r, const char *status,
+                         const char *error, const struct rt_check *all,
+                         int nall, const struct timing *tm) {
+  struct rt_opts *o = r->o;
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", o->out);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    fprintf(stderr, "cannot write %s\n", tmp);
+    return;
+  }
+  fprintf(f, "{\"schema\": 1, \"workload\": ");
+  rt_json_str(f, o->workload ? o->workload : CUCO_WORKLOAD_NAME);
+  fprintf(f, ", \"impl\": ");
+  rt_json_str(f, o->impl ? o->impl : CUCO_IMPL_NAME);
+  fprintf(f, ",\n \"params\": {");
+  for (int i = 0; i < o->prob.nparams; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    rt_json_str(f, o->prob.params[i].name);
+    fprintf(f, ": %lld", o->prob.params[i].value);
+  }
+  fprintf(f, "}, \"size\": ");
+  rt_json_str(f, o->prob.size_name);
+  fprintf(f, ", \"nranks\": %d, \"vranks\": %d, \"protocol_test\": %s,"
+             " \"mode\": \"%s\",\n \"status\": \"%s\", \"error\": ",
+          o->prob.nranks, o->vranks, o->vranks ? "true" : "false",
+          o->mode == RT_MODE_BENCH ? "bench" : "verify", status);
+  rt_json_str(f, error);
+  fprintf(f, ", \"checks_skipped\": %d,\n \"verify\": {\"passed\": %s, \"seed\": %llu,"
+             " \"tol\": %g, \"local_tol\": %g, \"checks\": [",
+          o->skip, !strcmp(status, "ok") ? "true" : "false", o->prob.seed, o->tol,
+          o->local_tol);
+  for (int i = 0; i < nall; i++) {
+    const struct rt_check *c = &all[i];
+    fprintf(f, "%s\n  {\"rank\": %d, \"output\": ", i ? "," : "", c->rank);
+    rt_json_str(f, c->output);
+    fprintf(f, ", \"step\": \"%s\", \"rel_l2\": %.6g, \"row_rel_l2\": %.6g,"
+               " \"tol\": %g, \"nan\": %llu, \"poison\": %llu, \"passed\": %s,"
+               " \"reason\": ",
+            step_kind_name[c->kind], isfinite(c->rel_l2) ? c->rel_l2 : 1e308,
+            isfinite(c->row_rel) ? c->row_rel : 1e308, o->tol, c->nan, c->poison,
+            c->passed ? "true" : "false");
+    rt_json_str(f, c->reason);
+    fputc('}', f);
+  }
+  fprintf(f, "]}");
+  if (tm && tm->steps) {
+    fprintf(f, ",\n \"timing\": {\"warmup\": %d, \"steps\": %d, \"median_ms\": %.6g,"
+               " \"p10_ms\": %.6g, \"p90_ms\": %.6g, \"ci95_lo_ms\": %.6g,"
+               " \"ci95_hi_ms\": %.6g, \"mean_ms\": %.6g, \"host_median_ms\": %.6g,"
+               " \"samples_ms\": [",
+            o->warmup, tm->steps, tm->median, tm->p10, tm->p90, tm->lo, tm->hi,
+            tm->mean, tm->host_median);
+    for (int i = 0; i < tm->steps; i++)
+      fprintf(f, "%s%.6g", i ? ", " : "", tm->samples[i]);
+    fprintf(f, "]}");
+  }
+  fprintf(f, ",\n \"machine\": ");
+  rt_json_machine(f, o->machine);
+  fprintf(f, "}\n");
+  if (fclose(f) == 0 && rename(tmp, o->out) != 0)
+    fprintf(stderr, "cannot rename %s\n", tmp);
+}
+
+static struct wl_ctx g_ctx;  // the one rank of this process
+static struct timing g_tm;
+static struct rt_check g_all[RT_MAX_CHECKS * 64];
+
+int main(int argc, char **argv) {
+  struct rt_opts o;
+  int rc = rt_parse_args(argc, argv, &o);
+  if (rc == -2) return 2;
+  struct wl_ctx *ctx = &g_ctx;
+  struct rt_run r;
+  memset(&r, 0, sizeof r);
+  r.o = &o;
+  r.ctx = ctx;
+  ctx->prob = o.prob;
+  const char *status = "error";
+  int exit_code = 4, setup_done = 0, nall = 0;
+  rt_progress(&o, "init");
+  if (o.vranks) {
+    rt_errorf("--vranks %d: this binary was built without virtual-rank "
+              "support (-DCUCO_VRANKS)", o.vranks);
+    goto out;
+  }
+  if (rt_boot_nccl(&o, ctx) != 0) goto out;
+  if (cudaMalloc((void **)&r.bar_dev, 64) != cudaSuccess ||
+      cudaMalloc((void **)&r.hash_dev, sizeof(unsigned long long) * 2 * RT_MAX_BUFS) !=
+          cudaSuccess ||
+      cudaEventCreate(&r.ev0) != cudaSuccess || cudaEventCreate(&r.ev1) != cudaSuccess ||
+      cudaEventCreate(&r.ev2) != cudaSuccess) {
+    rt_errorf("runtime allocation failed: %s", cudaGetErrorString(cudaGetLastError()));
+    goto out;
+  }
+  if (o.perturb) {
+    r.hog_bytes = (size_t)256 << 20;
+    if (cudaMalloc(&r.hog_buf, r.hog_bytes) != cudaSuccess) {
+      rt_errorf("cannot allocate the hog buffer");
+      goto out;
+    }
+  }
+  rt_progress(&o, "setup");
+  ctx->in_setup = 1;
+  if (wl_setup(ctx, &ctx->prob) != 0) {
+    ctx->in_setup = 0;
+    rt_errorf("wl_setup: %s", ctx->err[0] ? ctx->err : rt_last_error);
+    goto out;
+  }
+  ctx->in_setup = 0;
+  setup_done = 1;
+  {
+    int nout = 0;
+    for (int i = 0; i < ctx->nbufs; i++) nout += ctx->bufs[i].kind == RT_OUTPUT;
+    if (!nout) {
+      rt_errorf("wl_setup declared no OUTPUT buffer: nothing can be verified");
+      goto out;
+    }
+  }
+  {
+    unsigned long long step_no = 0;
+    if (o.mode == RT_MODE_VERIFY) {
+      if (run_verify(&r, &step_no) != 0) goto out;
+    } else {
+      // Bench starts with one fully verified step (+ host-clock at the end).
+      struct step_time t;
+      rt_progress(&o, "verify");
+      if (one_step(&r, -1, ++step_no, &t) != 0 || verify_step(&r, ST_CHECK, 1) != 0 ||
+          run_bench(&r, &step_no, &g_tm) != 0)
+        goto out;
+    }
+  }
+  // Gather every rank's checks on rank 0 (same count on every rank).
+  {
+    int n = r.nchecks;
+    struct rt_check *dev = NULL;
+    size_t one = sizeof(struct rt_check) * RT_MAX_CHECKS;
+    for (int i = n; i < RT_MAX_CHECKS; i++) memset(&r.checks[i], 0, sizeof r.checks[i]);
+    if (cudaMalloc((void **)&dev, one * (o.prob.nranks + 1)) != cudaSuccess ||
+        cudaMemcpy(dev, r.checks, one, cudaMemcpyHostToDevice) != cudaSuccess ||
+        ncclAllGather(dev, dev + RT_MAX_CHECKS, one, ncclUint8, ctx->comm,
+                      ctx->bar_stream) != ncclSuccess ||
+        cudaStreamSynchronize(ctx->bar_stream) != cudaSuccess) {
+      rt_errorf("gathering checks failed");
+      goto out;
+    }
+    for (int q = 0; q < o.prob.nranks && q < 64; q++) {
+      struct rt_check tmp[RT_MAX_CHECKS];
+      if (cudaMemcpy(tmp, dev + RT_MAX_CHECKS * (q + 1), one, cudaMemcpyDeviceToHost) !=
+          cudaSuccess)
+        break;
+      for (int i = 0; i < RT_MAX_CHECKS; i++) {
+        if (!tmp[i].output[0]) continue;  // unused slot
+        g_all[nall++] = tmp[i];
+        if (!tmp[i].passed && !r.failed) {
+          r.failed = 1;
+          snprintf(r.first_reason, sizeof r.first_reason, "rank %d %s %s: %s", q,
+                   step_kind_name[tmp[i].kind], tmp[i].output, tmp[i].reason);
+        }
+      }
+    }
+    cudaFree(dev);
+  }
+  status = r.failed ? "verify_failed" : "ok";
+  exit_code = r.failed ? 3 : 0;
+out:
+  if (exit_code == 4) {
+    fprintf(stderr, "rank %d: error: %s\n", o.prob.rank, rt_last_error);
+  } else if (exit_code == 3) {
+    fprintf(stderr, "rank %d: verification failed: %s\n", o.prob.rank, r.first_reason);
+  }
+  if (o.prob.rank == 0 || exit_code == 4)
+    if (o.prob.rank == 0)
+      write_result(&r, status, exit_code == 4 ? rt_last_error : r.first_reason, g_all,
+                   nall, o.mode == RT_MODE_BENCH && exit_code != 4 ? &g_tm : NULL);
+  rt_progress(&o, "teardown");
+  if (setup_done) {
+    cudaDeviceSynchronize();
+    if (ctx->comm && exit_code != 4) {
+      int dummy = 0;
+      if (barrier(&r, ctx->bar_stream, &dummy, 1) != 0) exit_code = 4;
+    }
+    wl_teardown(ctx);
+    cudaDeviceSynchronize();
+    rt_ctx_release(ctx);
+  }
+  if (ctx->comm) {
+    if (exit_code != 4) ncclCommFinalize(ctx->comm);
+    ncclCommDestroy(ctx->comm);
+  }
+  rt_progress(&o, exit_code == 4 ? "error" : "done");
+  return exit_code;
+}

@@ -1,0 +1,74 @@
+#!/bin/bash
+# make cuda: every runtime and workload .cu compiles with nvcc (no GPU);
+# the cheat suite is well-formed; a linked binary speaks the CLI contract.
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT" || exit 1
+if ! command -v nvcc >/dev/null 2>&1; then
+  ok "# SKIP nvcc not installed"
+  done_testing
+  exit 0
+fi
+B=${BUILD:-build}
+
+expect_rc "cuda-compile compiles everything" 0 env BUILD="$B" scripts/cuda-compile.sh
+n=$(grep -c '^ok' "$TMP/out")
+want=$(( $(ls runtime/*.cu | wc -l) + $(ls workloads/*/*.cu workloads/*/cheats/*.cu | wc -l) + 3 ))
+if [ "$n" -eq "$want" ]; then ok "compiled $n files (runtime, workloads, cheats, seed variants)"
+else not_ok "compiled $n files" "wanted $want: $(tail -5 "$TMP/out")"; fi
+
+# A failing compiler is reported per file and fails the script.
+printf '#!/bin/sh\necho "boom: syntax error" >&2\nexit 1\n' >"$TMP/nvcc"
+chmod +x "$TMP/nvcc"
+expect_rc "a failing nvcc fails cuda-compile" 1 env NVCC="$TMP/nvcc" BUILD="$TMP/b" scripts/cuda-compile.sh
+expect_grep "the failing file and its error are shown" "$TMP/out" "FAIL runtime/rt_main.cu|boom: syntax error"
+
+# Cheats: first line names stage + mechanism; all but frozen_edit keep the
+# seed's frozen text byte-identical (only the EVOLVE block differs).
+for c in workloads/gemm_allgather/cheats/*.cu; do
+  name=$(basename "$c" .cu)
+  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+'; then
+    ok "$name declares its expected rejection"
+  else
+    not_ok "$name declares its expected rejection" "$(head -1 "$c")"
+  fi
+  # Frozen text: the file minus a first CUCO-EXPECT-REJECT line, minus blocks.
+  frozen() { sed -e '1{/^\/\/ CUCO-EXPECT-REJECT:/d}' "$1" |
+             sed '/EVOLVE-BLOCK-START/,/EVOLVE-BLOCK-END/d'; }
+  if [ "$name" = frozen_edit ]; then
+    if [ "$(frozen "$c")" != "$(frozen workloads/gemm_allgather/seed.cu)" ]; then ok "frozen_edit edits frozen text"
+    else not_ok "frozen_edit edits frozen text" "identical"; fi
+  elif [ "$(frozen "$c")" = "$(frozen workloads/gemm_allgather/seed.cu)" ]; then
+    ok "$name keeps the seed's frozen text"
+  else
+    not_ok "$name keeps the seed's frozen text" "$(diff <(frozen "$c") <(frozen workloads/gemm_allgather/seed.cu) | head -5)"
+  fi
+done
+
+# Link one binary when libnccl/cuBLAS are here; without a GPU it must still
+# honour the CLI contract: usage errors exit 2, a device error exits 4 and
+# rank 0 writes RESULT.json with status "error" and a progress file.
+objs=("$B"/cuda/runtime_*.o "$B"/cuda/gemm_allgather_reference.o "$B"/cuda/gemm_allgather_baseline.o)
+if nvcc -arch=sm_90 "${objs[@]}" -o "$TMP/wl" -lnccl -lcublas -lcublasLt >"$TMP/link" 2>&1; then
+  expect_rc "no arguments is a usage error" 2 "$TMP/wl"
+  expect_rc "a bad --params is a usage error" 2 "$TMP/wl" --mode verify --out "$TMP/r.json" --params "M=1,,x"
+  expect_grep "the usage error names the bad value" "$TMP/err" "bad --params"
+  expect_rc "several ranks need an id source" 2 env -u NCCL_COMM_ID "$TMP/wl" --mode verify --out "$TMP/r.json" --params M=8,K=8,N=8 --nranks 2 --rank 1
+  expect_rc "NVLS enabled is refused" 4 env NCCL_NVLS_ENABLE=1 "$TMP/wl" --mode verify --out "$TMP/r.json" --params M=8,K=8,N=8
+  expect_grep "NVLS refusal names the variable" "$TMP/err" "NCCL_NVLS_ENABLE=1"
+  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"]==1 and d["status"]=="error" and d["params"]=={"M":8,"K":8,"N":8} and d["verify"]["passed"] is False' "$TMP/r.json"; then
+    ok "RESULT.json of a failed run is valid and says error"
+  else
+    not_ok "RESULT.json of a failed run is valid and says error" "$(cat "$TMP/r.json")"
+  fi
+  expect_grep "the progress file ends in error" "$TMP/r.json.rank0.progress" "^error$"
+  echo '{"gpus": {"count": 0}}' >"$TMP/m.json"
+  env -u NCCL_NVLS_ENABLE "$TMP/wl" --mode bench --out "$TMP/r2.json" --params M=8,K=8,N=8 --machine "$TMP/m.json" >/dev/null 2>&1
+  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["machine"]=={"gpus":{"count":0}} and d["mode"]=="bench"' "$TMP/r2.json"; then
+    ok "the --machine JSON is embedded"
+  else
+    not_ok "the --machine JSON is embedded" "$(cat "$TMP/r2.json")"
+  fi
+else
+  ok "# SKIP linking needs libnccl/cuBLAS: $(head -c 200 "$TMP/link")"
+fi
+done_testing
