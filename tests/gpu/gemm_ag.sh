@@ -48,12 +48,15 @@ build_impl() { # name src defines...
   shift 2
   "${NV[@]}" "$@" -c "$src" -o "$W/impl_$name.o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $name" >>"$BLOG"
 }
-IMPLS=(baseline baseline_overlap seed)
+IMPLS=(baseline baseline_overlap seed seed_tile)
 build_impl baseline $WL/baseline.cu &
 pids+=($!)
 build_impl baseline_overlap $WL/baseline_overlap.cu &
 pids+=($!)
 build_impl seed $WL/seed.cu &
+pids+=($!)
+# placement=per_tile: the shared GEMM tile (runtime/gemm_tile.cuh) waits per tile
+build_impl seed_tile $WL/seed_tile.cu &
 pids+=($!)
 build_impl seed_global $WL/seed.cu -DCUCO_SYNC=CUCO_SYNC_GLOBAL -DCUCO_PLACEMENT=CUCO_PLACEMENT_DEFERRED -DCUCO_ISSUER=CUCO_ISSUER_WARP &
 pids+=($!)
@@ -221,7 +224,7 @@ L += ["", "## bench (median of the slowest rank, CUDA events)", "",
 flops = {"full_4k": 2 * 4096 * 8192 * 28672, "full_8k": 2 * 8192 * 8192 * 28672, "full_16k": 2 * 16384 * 8192 * 28672}
 for size, fl in flops.items():
     base = (by.get("bench_baseline_" + size) or {}).get("timing") or {}
-    for impl in ("baseline", "baseline_overlap", "seed"):
+    for impl in ("baseline", "baseline_overlap", "seed", "seed_tile"):
         r = by.get("bench_%s_%s" % (impl, size))
         if not r: continue
         t = r.get("timing") or {}
