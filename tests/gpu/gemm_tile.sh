@@ -18,7 +18,7 @@
 #   gemm_tile_sanitize.log compute-sanitizer memcheck + racecheck on tiny shapes
 #   gemm_tile_summary.txt  one line per step with its exit status
 # Exit status: 0 all passed, 1 a step failed (see the summary).  Takes < 3 min
-# (build about 30 s, tests about 30 s, bench about 50 s, sanitizers at most 35 s).
+# (build about 30 s, tests about 30 s, bench about 50 s, sanitizers at most 25 s).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/build/gpu-out}
@@ -69,13 +69,13 @@ export LD_LIBRARY_PATH="$LIBDIR:${LD_LIBRARY_PATH:-}"
 export CUDA_MODULE_LOADING=EAGER
 
 t0=$(date +%s)
-timeout 90 "$WORK/gemm_tile_bench" --mode test --impl v1 --out "$OUT" 2>&1 | tee "$OUT/gemm_tile_run.log"
+timeout 60 "$WORK/gemm_tile_bench" --mode test --impl v1 --out "$OUT" 2>&1 | tee "$OUT/gemm_tile_run.log"
 rc=${PIPESTATUS[0]}
 step "test v1 mma.sync ($(($(date +%s) - t0)) s)" $rc
 
 # v2 (wgmma + TMA) in its own process: a trap there cannot lose the v1 results.
 t0=$(date +%s)
-timeout 90 "$WORK/gemm_tile_bench" --mode test --impl v2 --out "$OUT" >"$WORK/v2.log" 2>&1
+timeout 60 "$WORK/gemm_tile_bench" --mode test --impl v2 --out "$OUT" >"$WORK/v2.log" 2>&1
 rc2=$?
 cat "$WORK/v2.log" | tee -a "$OUT/gemm_tile_run.log"
 step "test v2 wgmma+TMA ($(($(date +%s) - t0)) s)" $rc2
@@ -93,7 +93,7 @@ if { [ "$rc2" -eq 0 ] || [ "$rc2" -eq 3 ]; } && [ "$v2_core_fail" -eq 0 ] && [ "
   impl=all
 fi
 t0=$(date +%s)
-timeout 120 "$WORK/gemm_tile_bench" --mode bench --impl $impl --out "$OUT" 2>&1 | tee -a "$OUT/gemm_tile_run.log"
+timeout 100 "$WORK/gemm_tile_bench" --mode bench --impl $impl --out "$OUT" 2>&1 | tee -a "$OUT/gemm_tile_run.log"
 rc=${PIPESTATUS[0]}
 if [ "$impl" = all ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
   # v2 crashed or hung in the benchmark: keep the v1 and cuBLAS numbers.
@@ -101,7 +101,7 @@ if [ "$impl" = all ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
   status=1
   t0=$(date +%s)
   impl=v1
-  timeout 120 "$WORK/gemm_tile_bench" --mode bench --impl v1 --out "$OUT" 2>&1 | tee -a "$OUT/gemm_tile_run.log"
+  timeout 60 "$WORK/gemm_tile_bench" --mode bench --impl v1 --out "$OUT" 2>&1 | tee -a "$OUT/gemm_tile_run.log"
   rc=${PIPESTATUS[0]}
 fi
 step "bench --impl $impl ($(($(date +%s) - t0)) s)" $rc
@@ -112,11 +112,11 @@ if [ -x "$SAN" ]; then
   for tool in memcheck racecheck; do
     t0=$(date +%s)
     mkdir -p "$WORK/san-$tool"
-    timeout 25 "$SAN" --tool $tool --error-exitcode 9 "$WORK/gemm_tile_bench" --mode test \
+    timeout 20 "$SAN" --tool $tool --error-exitcode 9 "$WORK/gemm_tile_bench" --mode test \
       --impl v1 --small --out "$WORK/san-$tool" >>"$OUT/gemm_tile_sanitize.log" 2>&1
     rc=$?
     if [ $rc -eq 124 ]; then
-      echo "compute-sanitizer $tool: ran out of its 25 s (inconclusive, not a failure)" | tee -a "$SUM"
+      echo "compute-sanitizer $tool: ran out of its 20 s (inconclusive, not a failure)" | tee -a "$SUM"
       continue
     fi
     step "compute-sanitizer $tool, tiny shapes ($(($(date +%s) - t0)) s)" $rc
