@@ -77,6 +77,17 @@ st_push(ncclDevComm dc, ncclWindow_t ag_win, ncclWindow_t flag_win, const char *
         char *ag_local, unsigned long long *flags_local, int me, int R, size_t block_bytes,
         size_t chunk, int nch, unsigned long long epoch) {
   const bool aligned = (block_bytes % 16) == 0 && (chunk % 16) == 0;
+#ifdef ST_CONTROL_NO_WAIT
+  // Test-only negative control (tests/gpu/gemm_ag.sh): the data lands 5 ms
+  // late, so a GEMM that does not wait surely reads the poisoned Ag.
+  if (threadIdx.x == 0) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < 5000000ull);
+  }
+  __syncthreads();
+#endif
   for (int i = 0; i < R; i++) {
     const int p = (me + i) % R;  // i == 0: self; peers staggered
     char *dst = i == 0 ? ag_local + (size_t)me * block_bytes
@@ -111,7 +122,11 @@ struct StWaitChunks {
       long long q = r / Mr, k = (r - q * Mr) / cr;
       cuda::atomic_ref<const unsigned long long, cuda::thread_scope_system> f(
           flags[q * ST_FLAG_SLOTS + k]);
+#ifndef ST_CONTROL_NO_WAIT
       while (f.load(cuda::memory_order_acquire) < epoch) __nanosleep(64);
+#else
+      (void)f;  // the negative control skips the wait
+#endif
       long long next = q * Mr + (k + 1) * cr, blk_end = (q + 1) * Mr;
       r = next < blk_end ? next : blk_end;
     }
