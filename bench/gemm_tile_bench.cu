@@ -55,12 +55,26 @@ static void test_dense(const char *cfgname, int M, int N, int K, long long lda, 
 // them to E.  Run twice (epochs 1 and 2, flags NOT reset: stale flags must not
 // satisfy a wait), then a negative control without the wait, which must read
 // the poisoned A (else this test could not see a missing wait).
+//
+// Concurrency is made provable, not assumed (the first GPU run serialized the
+// kernels: lazy module loading of a not-yet-launched kernel synchronizes the
+// context, so a first launch waited for the spinning consumer):
+//  - every kernel is launched once beforehand, serially, with preset flags
+//    (modules loaded; main() also asks for CUDA_MODULE_LOADING=EAGER);
+//  - each waiting kernel announces "started" in mapped host memory and the host
+//    polls it before launching the next one (consumer, then producer, then GEMM);
+//  - the producer sleeps 20 ms after it started before the first chunk, far
+//    longer than a kernel launch, so the GEMM's prologue really waits;
+//  - in the control the producer copies A only after every tile flag of the
+//    unwaited GEMM is raised, so that GEMM must have read the poison; if the
+//    flags never come (GEMM not concurrent) the control fails saying so.
 template <class Cfg>
 static void test_hooks(const char *tag) {
   const int M = 1000, N = 1000, K = 520, chunk = 250;
   const long long lda = ru8(K), ldb = ru8(N), ldd = N + 24, lde = N + 8;
   const int row_off = 3;
   const int tiles_m = (M + Cfg::BM - 1) / Cfg::BM, tiles_n = (N + Cfg::BN - 1) / Cfg::BN;
+  const int ntiles = tiles_m * tiles_n;
   const int nchunks = (M + chunk - 1) / chunk;
   Mat Asrc = make_input(M, K, lda, 101);
   Mat B = make_input(K, N, ldb, 102);
@@ -70,12 +84,16 @@ static void test_hooks(const char *tag) {
   float *R;
   CK(cudaMalloc(&R, (size_t)M * N * 4));
   ref_gemm(Asrc.p, lda, B.p, ldb, R, M, N, K);
-  unsigned *flags, *tile_flags, *timeout;
+  unsigned *flags, *tile_flags, *timeout, *warm;
   CK(cudaMalloc(&flags, nchunks * 4));
-  CK(cudaMalloc(&tile_flags, tiles_m * tiles_n * 4));
-  CK(cudaMalloc(&timeout, 8));
+  CK(cudaMalloc(&tile_flags, ntiles * 4));
+  CK(cudaMalloc(&timeout, 12));  // [0] prologue, [1] consumer, [2] control gate
+  CK(cudaMalloc(&warm, (nchunks + ntiles) * 4));
   CK(cudaMemset(flags, 0, nchunks * 4));
-  CK(cudaMemset(tile_flags, 0, tiles_m * tiles_n * 4));
+  CK(cudaMemset(tile_flags, 0, ntiles * 4));
+  unsigned *started_h, *started_d;  // [0] producer, [1] consumer (mapped host memory)
+  CK(cudaHostAlloc(&started_h, 8, cudaHostAllocMapped));
+  CK(cudaHostGetDevicePointer(&started_d, started_h, 0));
   cudaStream_t sp, sc, sg;
   CK(cudaStreamCreateWithFlags(&sp, cudaStreamNonBlocking));
   CK(cudaStreamCreateWithFlags(&sc, cudaStreamNonBlocking));
@@ -84,6 +102,26 @@ static void test_hooks(const char *tag) {
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int grid = std::max(1, sms - 8);  // leave room for producer and consumer
   GemmArgs a{A.p, B.p, lda, ldb, M, N, K, nullptr, 0, 0};
+
+  // Serial warm-up of every kernel used below (flags preset: nothing waits).
+  CK(cudaMemset(warm, 0xFF, (nchunks + ntiles) * 4));
+  CK(cudaMemset(timeout, 0, 12));
+  produce_chunks<<<1, 256, 0, sp>>>(A.p, Asrc.p, lda, M, K, chunk, warm, 1, 0, 0, nullptr,
+                                    warm, 1, timeout + 2);
+  CK(cudaGetLastError());
+  consume_tiles<<<4, 256, 0, sc>>>(D.p, ldd, row_off, E.p, lde, M, N, Cfg::BM, Cfg::BN, warm, 1,
+                                   timeout + 1, nullptr);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  {
+    GemmStoreCFlag wepi{D.p + row_off * ldd, ldd, warm + nchunks, tiles_n, 1};
+    CK((run_gemm<Cfg>(a, GemmWaitRowChunks{warm, chunk, 1, 2000000000ull, timeout}, wepi,
+                      GemmRasterSched<8>{}, grid, sg)));
+    CK(cudaStreamSynchronize(sg));
+    CK((run_gemm<Cfg>(a, GemmNoWait{}, wepi, GemmRasterSched<8>{}, grid, sg)));
+    CK(cudaDeviceSynchronize());
+  }
+
   for (unsigned epoch = 1; epoch <= 3; epoch++) {
     bool control = epoch == 3;
     char rname[64];
@@ -92,34 +130,44 @@ static void test_hooks(const char *tag) {
     poison(A.base, (M + 4) * lda + 64);
     repoison(D);
     repoison(E);
-    CK(cudaMemset(timeout, 0, 8));
+    CK(cudaMemset(timeout, 0, 12));
     CK(cudaDeviceSynchronize());
-    produce_chunks<<<1, 256, 0, sp>>>(A.p, Asrc.p, lda, M, K, chunk, flags, epoch,
-                                      control ? 5000000ull : 300000ull, 100000ull);
-    CK(cudaGetLastError());
+    started_h[0] = started_h[1] = 0;
+    char why[200] = "";
     if (!control) {
       consume_tiles<<<4, 256, 0, sc>>>(D.p, ldd, row_off, E.p, lde, M, N, Cfg::BM, Cfg::BN,
-                                       tile_flags, epoch, timeout + 1);
+                                       tile_flags, epoch, timeout + 1, started_d + 1);
       CK(cudaGetLastError());
+      if (!host_wait_started(started_h + 1))
+        snprintf(why, sizeof why, "consumer kernel did not start within 2 s");
     }
+    produce_chunks<<<1, 256, 0, sp>>>(A.p, Asrc.p, lda, M, K, chunk, flags, epoch,
+                                      control ? 0ull : 20000000ull, 1000000ull, started_d,
+                                      control ? tile_flags : nullptr, ntiles, timeout + 2);
+    CK(cudaGetLastError());
+    if (!host_wait_started(started_h) && !why[0])
+      snprintf(why, sizeof why, "producer kernel did not start within 2 s (serialized?)");
     // The library's own hooks: row-chunk flags in, tile + flag out (D shifted by
     // row_off rows: "elsewhere").
     GemmStoreCFlag epi{D.p + row_off * ldd, ldd, tile_flags, tiles_n, epoch};
     if (!control)
       CK((run_gemm<Cfg>(a, GemmWaitRowChunks{flags, chunk, epoch, 2000000000ull, timeout}, epi,
-                             GemmRasterSched<8>{}, grid, sg)));
+                        GemmRasterSched<8>{}, grid, sg)));
     else
       CK((run_gemm<Cfg>(a, GemmNoWait{}, epi, GemmRasterSched<8>{}, grid, sg)));
     CK(cudaDeviceSynchronize());
-    unsigned hto[2];
-    std::vector<unsigned> tf(tiles_m * tiles_n);
-    CK(cudaMemcpy(hto, timeout, 8, cudaMemcpyDeviceToHost));
+    unsigned hto[3];
+    std::vector<unsigned> tf(ntiles);
+    CK(cudaMemcpy(hto, timeout, 12, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(tf.data(), tile_flags, tf.size() * 4, cudaMemcpyDeviceToHost));
     int bad_flags = 0;
     for (unsigned v : tf) bad_flags += v != epoch;
-    char why[160] = "";
-    if (hto[0]) snprintf(why, sizeof why, "prologue wait timed out (2 s)");
+    if (why[0]) {
+    } else if (hto[0]) snprintf(why, sizeof why, "prologue wait timed out (2 s)");
     else if (hto[1]) snprintf(why, sizeof why, "consumer wait on a tile flag timed out (2 s)");
+    else if (hto[2])
+      snprintf(why, sizeof why, "control: the GEMM's tile flags did not come while the producer "
+                                "ran (GEMM not concurrent)");
     else if (bad_flags) snprintf(why, sizeof why, "%d tile flags != epoch %u", bad_flags, epoch);
     CheckResult cd = check_output(D.base + row_off * ldd, ldd, R, M, N, nullptr);
     char name[96];
@@ -132,18 +180,22 @@ static void test_hooks(const char *tag) {
     } else {
       // The control passes when the unwaited GEMM was caught reading poison.
       CheckResult cc = cd;
-      cc.passed = !cd.passed;
+      cc.passed = !cd.passed && !why[0];
       snprintf(name, sizeof name, "hooks_%s_control_no_wait_must_fail", tag);
       report(name, "control", M, N, K, cc,
-             cc.passed ? nullptr : "GEMM without the wait still matched: the test is blind");
+             why[0]      ? why
+             : cc.passed ? nullptr
+                         : "GEMM without the wait still matched: the test is blind");
     }
   }
   CK(cudaStreamDestroy(sp));
   CK(cudaStreamDestroy(sc));
   CK(cudaStreamDestroy(sg));
+  CK(cudaFreeHost(started_h));
   CK(cudaFree(flags));
   CK(cudaFree(tile_flags));
   CK(cudaFree(timeout));
+  CK(cudaFree(warm));
   CK(cudaFree(R));
   free_mat(Asrc), free_mat(B), free_mat(A), free_mat(D), free_mat(E);
 }
@@ -659,6 +711,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bad --mode (test|bench|all), --impl (v1|v2|all) or --iters/--warmup\n");
     return 2;
   }
+  // Kernels must be loaded before the hook test runs them concurrently: lazy
+  // loading of a first-launched kernel synchronizes the context (deadlock or
+  // serialization with a kernel that spins on flags).
+  setenv("CUDA_MODULE_LOADING", "EAGER", 1);
   CK(cudaSetDevice(0));
   CB(cublasCreate(&g_blas));
   void *ws;

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -280,11 +281,36 @@ struct RotateBy5 {
   }
 };
 
-// Producer: after delay_ns, copies A chunk by chunk (last chunk first) from src
-// into dst and raises each chunk's flag; gap_ns between chunks.
+// Announce that this kernel is running: a system-scope store into mapped host
+// memory that the host polls before it launches the next kernel, so that the
+// kernels provably overlap (and a lazily loaded module, which would serialize
+// them, is caught as "did not start" instead of silently passing).
+__device__ __forceinline__ void announce_started(unsigned *started_host) {
+  if (started_host && blockIdx.x == 0 && threadIdx.x == 0) {
+    __threadfence_system();
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(started_host), "r"(1u) : "memory");
+  }
+}
+
+// Producer: announces itself, then (when gate_flags is set) waits until all
+// ngate flags reach epoch -- the control uses the GEMM's own tile flags, so the
+// copy of A provably lands only after the unwaited GEMM has finished reading it --
+// then after delay_ns copies A chunk by chunk (last chunk first) from src into
+// dst and raises each chunk's flag; gap_ns between chunks.  *gate_timeout = 1
+// when the gate did not open within 2 s (the GEMM did not run concurrently).
 __global__ void produce_chunks(bf16 *dst, const bf16 *src, long long ld, int M, int K,
                                int chunk_rows, unsigned *flags, unsigned epoch,
-                               unsigned long long delay_ns, unsigned long long gap_ns) {
+                               unsigned long long delay_ns, unsigned long long gap_ns,
+                               unsigned *started_host, const unsigned *gate_flags, int ngate,
+                               unsigned *gate_timeout) {
+  announce_started(started_host);
+  if (gate_flags && threadIdx.x == 0) {
+    for (int t = 0; t < ngate; t++)
+      if (!gemm_wait_geq(gate_flags + t, epoch, 2000000000ull)) {
+        atomicExch(gate_timeout, 1u);
+        break;
+      }
+  }
   int nchunks = (M + chunk_rows - 1) / chunk_rows;
   for (int ci = 0; ci < nchunks; ci++) {
     int c = nchunks - 1 - ci;
@@ -307,15 +333,17 @@ __global__ void produce_chunks(bf16 *dst, const bf16 *src, long long ld, int M, 
   }
 }
 
-// Consumer: waits on each tile's flag, then copies the tile from D to E.
+// Consumer: announces itself, waits on each tile's flag, then copies the tile
+// from D to E.  After the first timeout (2 s) it stops waiting (bounded run time).
 __global__ void consume_tiles(const bf16 *D, long long ldd, int row_off, bf16 *E, long long lde,
                               int M, int N, int BM, int BN, const unsigned *tile_flags,
-                              unsigned epoch, unsigned *timeout) {
+                              unsigned epoch, unsigned *timeout, unsigned *started_host) {
+  announce_started(started_host);
   int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
   __shared__ int ok;
   for (int t = blockIdx.x; t < tiles_m * tiles_n; t += gridDim.x) {
     if (threadIdx.x == 0) {
-      ok = gemm_wait_geq(tile_flags + t, epoch, 2000000000ull);
+      ok = !*(volatile unsigned *)timeout && gemm_wait_geq(tile_flags + t, epoch, 2000000000ull);
       if (!ok) atomicExch(timeout, 1u);
     }
     __syncthreads();
@@ -330,5 +358,14 @@ __global__ void consume_tiles(const bf16 *D, long long ldd, int row_off, bf16 *E
     }
     __syncthreads();
   }
+}
+
+// Host: poll a mapped-memory "started" word (2 s limit); true when it was set.
+static bool host_wait_started(volatile unsigned *started) {
+  auto t0 = std::chrono::steady_clock::now();
+  while (!*started) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(2)) return false;
+  }
+  return true;
 }
 

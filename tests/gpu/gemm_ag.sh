@@ -48,12 +48,18 @@ build_impl() { # name src defines...
   shift 2
   "${NV[@]}" "$@" -c "$src" -o "$W/impl_$name.o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $name" >>"$BLOG"
 }
-IMPLS=(baseline baseline_overlap seed)
+IMPLS=(baseline baseline_overlap seed seed_tile)
 build_impl baseline $WL/baseline.cu &
 pids+=($!)
 build_impl baseline_overlap $WL/baseline_overlap.cu &
 pids+=($!)
 build_impl seed $WL/seed.cu &
+pids+=($!)
+# placement=per_tile: the shared GEMM tile (runtime/gemm_tile.cuh) waits per tile
+build_impl seed_tile $WL/seed_tile.cu &
+pids+=($!)
+# its negative control: the tile waits compiled out, the data 5 ms late
+build_impl seed_tile_nowait $WL/seed_tile.cu -DST_CONTROL_NO_WAIT &
 pids+=($!)
 build_impl seed_global $WL/seed.cu -DCUCO_SYNC=CUCO_SYNC_GLOBAL -DCUCO_PLACEMENT=CUCO_PLACEMENT_DEFERRED -DCUCO_ISSUER=CUCO_ISSUER_WARP &
 pids+=($!)
@@ -70,7 +76,7 @@ wait "${pids[@]}"
 # The runtime's main and the runtime object files go into one archive-like list.
 RT_OBJS=()
 for f in runtime/*.cu; do RT_OBJS+=("$W/$(basename "$f" .cu).o"); done
-for n in "${IMPLS[@]}" seed_global seed_chunk "${CHEATS[@]}"; do
+for n in "${IMPLS[@]}" seed_global seed_chunk seed_tile_nowait "${CHEATS[@]}"; do
   [ -f "$W/impl_$n.o" ] || continue
   nvcc -arch=sm_90 "${RT_OBJS[@]}" "$W/reference.o" "$W/impl_$n.o" -o "$W/bin_$n" \
     -L"$W/lib" -L"$NCCL_HOME/lib" -L"$CUDA_LIB" -lnccl -lcublas -lcublasLt \
@@ -133,6 +139,9 @@ for impl in seed_global seed_chunk; do
     run "verify_${impl}_${sz%%:*}" 0 "$impl" --mode verify --perturb --params "${sz#*:}" --size-name "${sz%%:*}"
   done
 done
+
+# per_tile's waits are load-bearing: without them (data late) verify must fail.
+run "control_seed_tile_nowait" 3 seed_tile_nowait --mode verify --params M=1032,K=1000,N=1048 --seed 7
 
 # ---- cheats: must fail verification (3) naming their mechanism; then the
 # same run with that mechanism switched off shows whether it alone caught it.
@@ -213,7 +222,7 @@ L = ["# gemm_allgather on one H200 (1 rank)", "", "machine: " + json.dumps(machi
      " driver " + str(machine.get("driver")) + ", " + str(machine.get("clocks")), ""]
 L += ["## verify (with --perturb)", "", "| run | rc | status | as expected | first failure |", "|---|---|---|---|---|"]
 for r in recs:
-    if r["label"].startswith(("verify_", "cheat_")):
+    if r["label"].startswith(("verify_", "cheat_", "control_")):
         why = (r.get("error") or "")[:150].replace("|", "/")
         L.append("| %s | %s | %s | %s | %s |" % (r["label"], r["rc"], r.get("status"), "yes" if r["as_expected"] else "**NO**", why))
 L += ["", "## bench (median of the slowest rank, CUDA events)", "",
@@ -221,7 +230,7 @@ L += ["", "## bench (median of the slowest rank, CUDA events)", "",
 flops = {"full_4k": 2 * 4096 * 8192 * 28672, "full_8k": 2 * 8192 * 8192 * 28672, "full_16k": 2 * 16384 * 8192 * 28672}
 for size, fl in flops.items():
     base = (by.get("bench_baseline_" + size) or {}).get("timing") or {}
-    for impl in ("baseline", "baseline_overlap", "seed"):
+    for impl in ("baseline", "baseline_overlap", "seed", "seed_tile"):
         r = by.get("bench_%s_%s" % (impl, size))
         if not r: continue
         t = r.get("timing") or {}

@@ -13,11 +13,12 @@
 #   gemm_tile_test_v2.json correctness checks of v2 (wgmma + TMA; built sm_90a)
 #   gemm_tile_bench.json   timings (medians of >= 30 runs after warm-up), TFLOP/s,
 #                          % of cuBLAS, verification of the timed output
-#                          (v2 rows only when the v2 tests passed)
+#                          (v2 rows whenever v2's core checks passed; hook
+#                          checks are reported apart and do not gate them)
 #   gemm_tile_sanitize.log compute-sanitizer memcheck + racecheck on tiny shapes
 #   gemm_tile_summary.txt  one line per step with its exit status
-# Exit status: 0 all passed, 1 a step failed (see the summary).  Takes < 4 min
-# (build about 1 min, tests and bench about 1 min, sanitizers at most 80 s).
+# Exit status: 0 all passed, 1 a step failed (see the summary).  Takes < 3 min
+# (build about 30 s, tests about 30 s, bench about 50 s, sanitizers at most 25 s).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/build/gpu-out}
@@ -63,23 +64,36 @@ if command -v cuobjdump >/dev/null || [ -x "$CUDA_HOME/bin/cuobjdump" ]; then
   echo "SASS: $("$OBJDUMP" -sass "$WORK/gemm_tile_bench" | grep -c HGMMA) HGMMA (v2), $("$OBJDUMP" -sass "$WORK/gemm_tile_bench" | grep -c ' HMMA') HMMA (v1) instructions" | tee -a "$SUM"
 fi
 export LD_LIBRARY_PATH="$LIBDIR:${LD_LIBRARY_PATH:-}"
+# The hook test runs kernels concurrently; lazy module loading would serialize
+# a first launch behind a spinning kernel (the program sets this too).
+export CUDA_MODULE_LOADING=EAGER
 
 t0=$(date +%s)
-timeout 90 "$WORK/gemm_tile_bench" --mode test --impl v1 --out "$OUT" 2>&1 | tee "$OUT/gemm_tile_run.log"
+timeout 60 "$WORK/gemm_tile_bench" --mode test --impl v1 --out "$OUT" 2>&1 | tee "$OUT/gemm_tile_run.log"
 rc=${PIPESTATUS[0]}
 step "test v1 mma.sync ($(($(date +%s) - t0)) s)" $rc
 
 # v2 (wgmma + TMA) in its own process: a trap there cannot lose the v1 results.
 t0=$(date +%s)
-timeout 90 "$WORK/gemm_tile_bench" --mode test --impl v2 --out "$OUT" 2>&1 | tee -a "$OUT/gemm_tile_run.log"
-rc2=${PIPESTATUS[0]}
+timeout 60 "$WORK/gemm_tile_bench" --mode test --impl v2 --out "$OUT" >"$WORK/v2.log" 2>&1
+rc2=$?
+cat "$WORK/v2.log" | tee -a "$OUT/gemm_tile_run.log"
 step "test v2 wgmma+TMA ($(($(date +%s) - t0)) s)" $rc2
 grep -E '^(FAIL|CUDA error|cuBLAS error)' "$OUT/gemm_tile_run.log" | head -30 >>"$SUM"
 
+# v2 is benchmarked whenever its core checks (layout probe, dense, grouped) all
+# passed and the process finished (exit 0, or 3 = some check failed): hook-test
+# failures (a test of concurrency with other kernels) are reported above but
+# do not hide v2's timings.
+v2_core_fail=$(grep -E '^FAIL' "$WORK/v2.log" | grep -cvE '^FAIL +hooks_')
+v2_pass=$(grep -cE '^PASS +(dense|grouped)' "$WORK/v2.log")
+echo "v2 core checks: $v2_pass passed, $v2_core_fail failed; hook checks: $(grep -cE '^PASS +hooks_' "$WORK/v2.log") passed, $(grep -cE '^FAIL +hooks_' "$WORK/v2.log") failed" | tee -a "$SUM"
 impl=v1
-[ "$rc2" -eq 0 ] && impl=all
+if { [ "$rc2" -eq 0 ] || [ "$rc2" -eq 3 ]; } && [ "$v2_core_fail" -eq 0 ] && [ "$v2_pass" -gt 0 ]; then
+  impl=all
+fi
 t0=$(date +%s)
-timeout 120 "$WORK/gemm_tile_bench" --mode bench --impl $impl --out "$OUT" 2>&1 | tee -a "$OUT/gemm_tile_run.log"
+timeout 100 "$WORK/gemm_tile_bench" --mode bench --impl $impl --out "$OUT" 2>&1 | tee -a "$OUT/gemm_tile_run.log"
 rc=${PIPESTATUS[0]}
 if [ "$impl" = all ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
   # v2 crashed or hung in the benchmark: keep the v1 and cuBLAS numbers.
@@ -87,7 +101,7 @@ if [ "$impl" = all ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
   status=1
   t0=$(date +%s)
   impl=v1
-  timeout 120 "$WORK/gemm_tile_bench" --mode bench --impl v1 --out "$OUT" 2>&1 | tee -a "$OUT/gemm_tile_run.log"
+  timeout 60 "$WORK/gemm_tile_bench" --mode bench --impl v1 --out "$OUT" 2>&1 | tee -a "$OUT/gemm_tile_run.log"
   rc=${PIPESTATUS[0]}
 fi
 step "bench --impl $impl ($(($(date +%s) - t0)) s)" $rc
@@ -98,11 +112,11 @@ if [ -x "$SAN" ]; then
   for tool in memcheck racecheck; do
     t0=$(date +%s)
     mkdir -p "$WORK/san-$tool"
-    timeout 30 "$SAN" --tool $tool --error-exitcode 9 "$WORK/gemm_tile_bench" --mode test \
+    timeout 20 "$SAN" --tool $tool --error-exitcode 9 "$WORK/gemm_tile_bench" --mode test \
       --impl v1 --small --out "$WORK/san-$tool" >>"$OUT/gemm_tile_sanitize.log" 2>&1
     rc=$?
     if [ $rc -eq 124 ]; then
-      echo "compute-sanitizer $tool: ran out of its 30 s (inconclusive, not a failure)" | tee -a "$SUM"
+      echo "compute-sanitizer $tool: ran out of its 20 s (inconclusive, not a failure)" | tee -a "$SUM"
       continue
     fi
     step "compute-sanitizer $tool, tiny shapes ($(($(date +%s) - t0)) s)" $rc
