@@ -95,20 +95,23 @@ int build_find_runtime(const struct config *cfg, const char *wl_dir, char *out,
     slash = strrchr(exe, '/');
     if (slash)
       *slash = '\0';
-    snprintf(cand, sizeof(cand), "%s/runtime", exe);
-    if (has_runtime(cand)) {
-      snprintf(out, n, "%s", cand);
-      return 0;
-    }
-    snprintf(cand, sizeof(cand), "%s/../share/cuco/runtime", exe);
-    if (has_runtime(cand)) {
-      snprintf(out, n, "%s", cand);
-      return 0;
+    /* beside cuco, one up (a build folder of the checkout: build/,
+     * build-gpu/), or an installed share/ tree */
+    static const char *const rel[] = {"runtime", "../runtime",
+                                      "../share/cuco/runtime"};
+    size_t i;
+    for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+      snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);
+      if (has_runtime(cand)) {
+        snprintf(out, n, "%s", cand);
+        return 0;
+      }
     }
   }
   return err_set(e, ERR_NOTFOUND,
                  "no runtime/ found (looked at $CUCO_RUNTIME_DIR, "
-                 "%s/../../runtime, next to cuco); set [build] runtime_dir",
+                 "%s/../../runtime, beside cuco and one folder up); set "
+                 "[build] runtime_dir",
                  wl_dir);
 }
 

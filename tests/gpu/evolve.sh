@@ -34,7 +34,8 @@ RESUME=()
   echo "# cuco evolve on $(hostname), $(date -u +%FT%TZ), ranks=$RANKS ${RESUME[*]}"
   ./cuco evolve workloads/gemm_allgather --llm none --ranks "$RANKS" \
     --generations "${GENERATIONS:-5}" --islands 4 --seed 1 \
-    --time-limit "${TIME_LIMIT:-300}" --out "$RUN" "${RESUME[@]}"
+    --time-limit "${TIME_LIMIT:-300}" --out "$RUN" "${RESUME[@]}" \
+    ${SIZES:+--sizes "$SIZES"}
   echo "# exit $?"
   python3 - "$RUN/run.db" <<'PY'
 import sqlite3, sys

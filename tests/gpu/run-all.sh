@@ -31,6 +31,7 @@ for spec in "$@"; do
   start=$(date +%s)
   OUT="$RES/$n" timeout -k 10 "$t" bash "$s" 2>&1 | tail -n 60
   echo "=== $s exit ${PIPESTATUS[0]} after $(( $(date +%s) - start ))s"
+  # packed after every script: a call cut short still brings back the rest
+  tar czf "$FINAL_OUT/gpu-results.tgz" -C "$RES" .
 done
-tar czf "$FINAL_OUT/gpu-results.tgz" -C "$RES" .
 ls -la "$FINAL_OUT"
