@@ -27,6 +27,11 @@ if [ -z "$NCCL_HOME" ] || [ ! -f "$NCCL_HOME/include/nccl.h" ]; then
 fi
 CUDA_LIB=/usr/local/cuda/lib64
 export LD_LIBRARY_PATH=$NCCL_HOME/lib:$CUDA_LIB:${LD_LIBRARY_PATH:-}
+# pip's NCCL ships only libnccl.so.2: give the linker a libnccl.so to find.
+mkdir -p "$W/lib"
+if [ ! -e "$NCCL_HOME/lib/libnccl.so" ]; then
+  ln -sf "$(ls "$NCCL_HOME"/lib/libnccl.so* "$NCCL_HOME"/lib64/libnccl.so* 2>/dev/null | head -1)" "$W/lib/libnccl.so"
+fi
 NV=(nvcc -arch=sm_90 -std=c++17 -O3 -Iruntime -Iworkloads/gemm_allgather -I"$NCCL_HOME/include")
 WL=workloads/gemm_allgather
 
@@ -41,8 +46,7 @@ done
 build_impl() { # name src defines...
   local name=$1 src=$2
   shift 2
-  "${NV[@]}" "$@" -DCUCO_IMPL_NAME="\"$name\"" -DCUCO_WORKLOAD_NAME='"gemm_allgather"' \
-    -c "$src" -o "$W/impl_$name.o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $name" >>"$BLOG"
+  "${NV[@]}" "$@" -c "$src" -o "$W/impl_$name.o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $name" >>"$BLOG"
 }
 IMPLS=(baseline baseline_overlap seed)
 build_impl baseline $WL/baseline.cu &
@@ -69,7 +73,7 @@ for f in runtime/*.cu; do RT_OBJS+=("$W/$(basename "$f" .cu).o"); done
 for n in "${IMPLS[@]}" seed_global seed_chunk "${CHEATS[@]}"; do
   [ -f "$W/impl_$n.o" ] || continue
   nvcc -arch=sm_90 "${RT_OBJS[@]}" "$W/reference.o" "$W/impl_$n.o" -o "$W/bin_$n" \
-    -L"$NCCL_HOME/lib" -L"$CUDA_LIB" -lnccl -lcublas -lcublasLt \
+    -L"$W/lib" -L"$NCCL_HOME/lib" -L"$CUDA_LIB" -lnccl -lcublas -lcublasLt \
     -Xlinker -rpath="$NCCL_HOME/lib" >>"$BLOG" 2>&1 || echo "LINK FAIL $n" >>"$BLOG"
 done
 echo "== built $(ls "$W"/bin_* 2>/dev/null | wc -l) binaries in $(($(date +%s) - T_START)) s" >>"$BLOG"
@@ -94,7 +98,8 @@ run() {
   local out=$W/r_$label.json rc t0 t1
   rm -f "$out"
   t0=$(date +%s.%N)
-  timeout 120 "$W/bin_$bin" --out "$out" --machine "$W/machine.json" "$@" >>"$LOG" 2>&1
+  timeout 120 "$W/bin_$bin" --out "$out" --machine "$W/machine.json" \
+    --workload gemm_allgather --impl "$bin" "$@" >>"$LOG" 2>&1
   rc=$?
   t1=$(date +%s.%N)
   echo "[$label] rc=$rc expect=$expect ($bin $*)" >>"$LOG"
