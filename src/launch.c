@@ -121,6 +121,14 @@ json_t *launch_read_result(const char *path, struct err *e)
     err_set(e, ERR_PARSE, "RESULT.json: not an object with schema 1");
     goto fail;
   }
+  if (json_integer_value(json_object_get(j, "checks_skipped")) != 0) {
+    err_set(
+        e, ERR_PARSE,
+        "RESULT.json: checks were skipped (checks_skipped "
+        "%lld)",
+        (long long)json_integer_value(json_object_get(j, "checks_skipped")));
+    goto fail;
+  }
   st = json_string_value(json_object_get(j, "status"));
   mode = json_string_value(json_object_get(j, "mode"));
   if (!st || (strcmp(st, "ok") && strcmp(st, "verify_failed") &&

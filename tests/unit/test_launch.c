@@ -165,6 +165,14 @@ static void test_result_validation(void **state)
                    0);
   assert_null(launch_read_result(resp, &e));
   assert_non_null(strstr(e.msg, "median_ms"));
+  assert_int_equal(eval_write_text(resp,
+                                   "{\"schema\":1,\"status\":\"ok\",\"mode\":"
+                                   "\"verify\",\"verify\":{\"passed\":true},"
+                                   "\"checks_skipped\":4}",
+                                   &e),
+                   0);
+  assert_null(launch_read_result(resp, &e));
+  assert_non_null(strstr(e.msg, "checks were skipped"));
   assert_int_equal(eval_write_text(resp, "{\"schema\":1,", &e), 0);
   assert_null(launch_read_result(resp, &e));
   assert_int_equal(eval_write_text(resp,
