@@ -30,6 +30,7 @@ int cmd_analyze(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_init(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_transform(struct cmd_ctx *ctx, int argc, char **argv);
+int cmd_evolve(struct cmd_ctx *ctx, int argc, char **argv);
 
 /* Print the running command's usage: to stdout for --help (returns
  * CMD_OK), else to stderr (returns CMD_USAGE). */

@@ -105,6 +105,36 @@ static const struct cmd commands[] = {
      "  --timeout S       per run of the binary (default 120)\n"
      "  --build-timeout S per compiler run (default 300)\n"
      "  --seed N          input seed (default 1234)\n"},
+    {"evolve", cmd_evolve, "evolutionary search: make a workload faster",
+     "usage: cuco evolve WORKLOAD [--llm none|NAME] [--generations N]\n"
+     "                   [--islands K] [--out DIR] [--resume]\n"
+     "                   [--budget-usd X] [--time-limit SECONDS]\n"
+     "                   [--ranks N] [--vranks R] [--seed N] [--slots N]\n"
+     "                   [--sizes LIST]\n"
+     "\n"
+     "Evolve the workload's seed: K islands (default 4) of N generations\n"
+     "(default 10) each.  Every candidate goes through the cascade of\n"
+     "'cuco eval'; one line per candidate shows its generation, island,\n"
+     "edit kind, stage reached, result, the best so far, LLM cost and\n"
+     "time left.  The run ends with a table (baseline, seed, best) and\n"
+     "the best code in DIR/best.EXT; every candidate is a row of the\n"
+     "table programs in DIR/run.db.\n"
+     "\n"
+     "  --llm none|NAME   'none': the offline tuner (directives and params\n"
+     "                    only); NAME: a configured model; default: the\n"
+     "                    configured models, else the tuner\n"
+     "  --generations N   generations per island (default 10)\n"
+     "  --islands K       islands (default 4)\n"
+     "  --out DIR         run directory (default out/evolve-NAME)\n"
+     "  --resume          continue the run in DIR after any interruption\n"
+     "  --budget-usd X    stop when the LLM calls have cost X dollars\n"
+     "  --time-limit S    stop handing out candidates after S seconds\n"
+     "  --ranks N         ranks per candidate (default: the smallest)\n"
+     "  --vranks R        virtual ranks (protocol test, not performance)\n"
+     "  --seed N          random seed of the search (default 1)\n"
+     "  --slots N         candidates evaluated at once (default: one per\n"
+     "                    group of N GPUs; 1 for CPU workloads)\n"
+     "  --sizes LIST      sizes for every evaluation (default: the sets)\n"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,750 @@
+/* evolve.c - `cuco evolve`: options, run setup and resume, summary. */
+#define _GNU_SOURCE
+#include "evolve.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "cmd.h"
+#include "config.h"
+#include "doctor.h"
+#include "eval.h"
+#include "llm.h"
+#include "log.h"
+#include "search_impl.h"
+
+#define CODE_MAX (2u * 1024u * 1024u)
+
+int evolve_opts_init(struct evolve_opts *o, const struct config *cfg,
+                     struct err *e)
+{
+  long v;
+  const char *sel;
+  int k;
+
+  memset(o, 0, sizeof(*o));
+  o->generations = 10;
+  o->islands = 4;
+  o->seed = 1;
+  o->sel.kind = SELECT_WEIGHTED;
+  o->sel.lambda = 8;
+  o->sel.alpha = 1;
+  if (config_get_long(cfg, "evolve", "migrate_every", 4, 0, 1000, &v, e))
+    return e->code;
+  o->migrate_every = (int)v;
+  if (config_get_long(cfg, "evolve", "meta_every", 4, 0, 1000, &v, e))
+    return e->code;
+  o->meta_every = (int)v;
+  if (config_get_long(cfg, "evolve", "stagnation", 0, 0, 1000, &v, e))
+    return e->code;
+  o->stagnation = (int)v;
+  if (config_get_long(cfg, "evolve", "novelty_attempts", 3, 1, 10, &v, e))
+    return e->code;
+  o->novelty_attempts = (int)v;
+  if (config_get_long(cfg, "evolve", "inspirations", 3, 0, 4, &v, e))
+    return e->code;
+  o->inspirations = (int)v;
+  if (config_get_long(cfg, "evolve", "slots", 0, 0, EVOLVE_MAX_SLOTS, &v, e))
+    return e->code;
+  o->slots = (int)v;
+  if (config_get_double(cfg, "evolve", "explore_fraction", 0.4, 0, 1,
+                        &o->explore_fraction, e) ||
+      config_get_double(cfg, "evolve", "novelty", 0.99, 0, 1, &o->novelty,
+                        e) ||
+      config_get_double(cfg, "evolve", "novelty_embed", 0.995, 0, 1,
+                        &o->novelty_embed, e) ||
+      config_get_double(cfg, "evolve", "lambda", 8, 0.01, 1000, &o->sel.lambda,
+                        e) ||
+      config_get_double(cfg, "evolve", "alpha", 1, 0.01, 100, &o->sel.alpha,
+                        e))
+    return e->code;
+  {
+    const char *q = config_get(cfg, "evolve", "edit_sequence", "");
+    while (*q && o->nseq < 16) {
+      size_t n = strcspn(q, ", ");
+      if (n) {
+        if ((n != 4 || (strncmp(q, "diff", 4) && strncmp(q, "full", 4) &&
+                        strncmp(q, "tune", 4))) &&
+            (n != 5 || strncmp(q, "cross", 5))) {
+          const struct config_entry *en =
+              config_find(cfg, "evolve", "edit_sequence");
+          return err_set(e, ERR_CONFIG,
+                         "%s: edit_sequence: '%.*s' is not diff, full, "
+                         "cross or tune",
+                         en ? en->origin : "[evolve]", (int)n, q);
+        }
+        snprintf(o->seq[o->nseq++], sizeof(o->seq[0]), "%.*s", (int)n, q);
+      }
+      q += n;
+      q += strspn(q, ", ");
+    }
+  }
+  sel = config_get(cfg, "evolve", "selection", "weighted");
+  k = select_kind_parse(sel);
+  if (k < 0) {
+    const struct config_entry *en = config_find(cfg, "evolve", "selection");
+    return err_set(e, ERR_CONFIG,
+                   "%s: selection '%s' is not weighted, power or hill",
+                   en ? en->origin : "[evolve]", sel);
+  }
+  o->sel.kind = k;
+  return 0;
+}
+
+/* Read a whole file (capped) into a malloc'd string. */
+static char *read_file(const char *path, struct err *e)
+{
+  FILE *f = fopen(path, "rb");
+  struct buf b = BUF_INIT(CODE_MAX);
+  char tmp[8192];
+  size_t n;
+
+  if (!f) {
+    err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
+    return NULL;
+  }
+  while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+    buf_append(&b, tmp, n);
+  fclose(f);
+  if (buf_error(&b)) {
+    err_set(e, ERR_TOOBIG, "%s: larger than %u bytes", path, CODE_MAX);
+    buf_release(&b);
+    return NULL;
+  }
+  return buf_detach(&b, NULL);
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path, struct err *e)
+{
+  char p[1024];
+  size_t i;
+
+  if (strlen(path) >= sizeof(p))
+    return err_set(e, ERR_USAGE, "--out path too long");
+  snprintf(p, sizeof(p), "%s", path);
+  for (i = 1; p[i]; i++)
+    if (p[i] == '/') {
+      p[i] = '\0';
+      if (mkdir(p, 0755) && errno != EEXIST)
+        return err_set(e, ERR_IO, "%s: %s", p, strerror(errno));
+      p[i] = '/';
+    }
+  if (mkdir(p, 0755) && errno != EEXIST)
+    return err_set(e, ERR_IO, "%s: %s", p, strerror(errno));
+  return 0;
+}
+
+/* Geometric mean of the per-size medians in baseline_json. */
+static double baseline_mean(const char *baseline_json)
+{
+  json_t *b = baseline_json ? json_loads(baseline_json, 0, NULL) : NULL;
+  const char *k;
+  json_t *v;
+  double logsum = 0;
+  int n = 0;
+
+  json_object_foreach(b, k, v)
+  {
+    double m = json_number_value(json_object_get(v, "median_ms"));
+    if (m > 0) {
+      logsum += log(m);
+      n++;
+    }
+  }
+  json_decref(b);
+  return n ? exp(logsum / n) : -1;
+}
+
+/* Evaluate the workload's first baseline and store its per-size timings
+ * in runs.baseline_json.  A workload without baselines, or a baseline
+ * that fails, leaves the seed as the reference (said in the summary). */
+static int run_baseline(struct evolve *s, struct err *e)
+{
+  struct eval_opts eo;
+  struct eval_result r;
+  json_t *out = json_object(), *bench, *v;
+  const char *k;
+  char path[WORKLOAD_PATH + 200], *code, *txt;
+  int rc;
+
+  if (!s->wl.nbaselines) {
+    json_decref(out);
+    return 0;
+  }
+  snprintf(path, sizeof(path), "%s/%s", s->wl.dir, s->wl.baselines[0]);
+  code = read_file(path, e);
+  if (!code) {
+    json_decref(out);
+    return e->code;
+  }
+  memset(&eo, 0, sizeof(eo));
+  memset(&r, 0, sizeof(r));
+  eo.wl = &s->wl;
+  eo.tc = &s->tc;
+  eo.impl_name = s->wl.baselines[0];
+  eo.ranks = s->o.ranks;
+  eo.vranks = s->o.vranks;
+  eo.sizes = s->o.sizes;
+  eo.gpus = s->gpus[0][0] ? s->gpus[0] : NULL;
+  eo.machine = s->machine;
+  eo.seed = s->o.seed;
+  printf("baseline %s: evaluating...\n", s->wl.baselines[0]);
+  fflush(stdout);
+  rc = eval_candidate(&eo, code, &r, e);
+  free(code);
+  if (rc || strcmp(r.status, "ok")) {
+    log_warn("evolve: baseline %s: %s; speedups are relative to the seed",
+             s->wl.baselines[0], rc ? e->msg : r.error);
+    eval_result_release(&r);
+    json_decref(out);
+    return 0;
+  }
+  bench = r.metrics ? json_object_get(r.metrics, "bench") : NULL;
+  json_object_foreach(bench, k, v)
+  {
+    json_t *t = json_object_get(v, "timing");
+    json_t *src = t ? t : v, *row = json_object();
+    const char *keys[] = {"median_ms",  "p10_ms",     "p90_ms",
+                          "ci95_lo_ms", "ci95_hi_ms", "mean_ms"};
+    size_t i;
+    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+      if (json_object_get(src, keys[i]))
+        json_object_set(row, keys[i], json_object_get(src, keys[i]));
+    json_object_set_new(out, k, row);
+  }
+  eval_result_release(&r);
+  txt = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+  json_decref(out);
+  if (!txt)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  rc = db_run_set_text(s->db, s->run.id, "baseline_json", txt, e);
+  s->baseline_ms = baseline_mean(txt);
+  printf("baseline %s: %.4g ms\n", s->wl.baselines[0], s->baseline_ms);
+  free(s->run.baseline_json);
+  s->run.baseline_json = txt;
+  return rc;
+}
+
+/* The options that define a run, kept in runs.config_json. */
+static char *config_json(const struct evolve *s)
+{
+  json_t *j =
+      json_pack("{s:s, s:i, s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:f, s:f, s:i}",
+                "workload_dir", s->o.workload_dir, "generations",
+                s->o.generations, "islands", s->o.islands, "ranks", s->o.ranks,
+                "vranks", s->o.vranks, "seed", (json_int_t)s->o.seed, "slots",
+                s->nslots, "migrate_every", s->o.migrate_every, "meta_every",
+                s->o.meta_every, "novelty", s->o.novelty, "explore_fraction",
+                s->o.explore_fraction, "llm", s->use_llm);
+  char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+  json_decref(j);
+  return t;
+}
+
+/* The seed row: island 0, generation 0, evaluated now; copies go to the
+ * other islands.  A seed that does not pass is the end of the run. */
+static int start_seed(struct evolve *s, struct err *e)
+{
+  struct db_program p;
+  struct member *m;
+  char h[17];
+  int k;
+
+  m = search_find(s, s->seed_id);
+  if (!m) {
+    db_program_init(&p);
+    p.run_id = s->run.id;
+    p.edit_kind = strdup("seed");
+    p.phase = strdup("explore");
+    p.code = strdup(s->seed_code);
+    search_hash(s->seed_code, h);
+    p.code_hash = strdup(h);
+    p.status = strdup("pending");
+    if (db_program_insert(s->db, &p, e) ||
+        db_run_set_program(s->db, s->run.id, "seed_program_id", p.id, e)) {
+      db_program_release(&p);
+      return e->code;
+    }
+    s->seed_id = p.id;
+    m = search_add(s, &p);
+    if (!m)
+      return err_set(e, ERR_NOMEM, "out of memory");
+  }
+  if (!strcmp(m->p.status, "pending") || !strcmp(m->p.status, "running")) {
+    if (search_evaluate(s, s->seed_id, 0, e))
+      return e->code;
+  }
+  if (strcmp(m->p.status, "ok"))
+    return err_set(e, ERR_VERIFY, "the seed %s did not pass (%s at %s): %s",
+                   s->wl.seed, m->p.status, m->p.stage ? m->p.stage : "?",
+                   m->p.error ? m->p.error : "");
+  if (s->baseline_ms <= 0 && m->p.median_ms > 0) {
+    s->baseline_ms = m->p.median_ms; /* no baseline: relative to the seed */
+    m->p.speedup = 1;
+  }
+  if (!s->best_id)
+    s->best_id = s->seed_id;
+  if (!s->isl[0].best_id)
+    s->isl[0].best_id = s->seed_id;
+  for (k = 1; k < s->o.islands; k++)
+    if (search_copy(s, m, k, e))
+      return e->code;
+  return 0;
+}
+
+/* Load an existing run (resume): members, island counters, queue. */
+static int load_run(struct evolve *s, struct err *e)
+{
+  struct db_program *arr = NULL;
+  size_t n, i;
+  json_t *cfg;
+
+  if (db_run_latest(s->db, &s->run, e))
+    return err_wrap(e, "--resume %s", s->o.out_dir);
+  if (strcmp(s->run.workload, s->wl.name))
+    return err_set(e, ERR_USAGE,
+                   "--resume: %s holds a run of workload '%s', not '%s'",
+                   s->o.out_dir, s->run.workload, s->wl.name);
+  cfg = s->run.config_json ? json_loads(s->run.config_json, 0, NULL) : NULL;
+  if (cfg) {
+    int isl = (int)json_integer_value(json_object_get(cfg, "islands"));
+    if (isl > 0 && isl != s->o.islands) {
+      log_info("evolve: resuming with the run's %d islands", isl);
+      s->o.islands = isl;
+    }
+    json_decref(cfg);
+  }
+  s->seed_id = s->run.seed_program_id;
+  s->baseline_ms = baseline_mean(s->run.baseline_json);
+  if (db_programs_load(s->db, s->run.id, NULL, 1, &arr, &n, e))
+    return e->code;
+  s->queue = calloc(n + 1, sizeof(*s->queue));
+  if (!s->queue) {
+    db_programs_free(arr, n);
+    return err_set(e, ERR_NOMEM, "out of memory");
+  }
+  for (i = 0; i < n; i++) {
+    struct db_program *p = &arr[i];
+    int k = p->island;
+    int unfinished = p->status && (!strcmp(p->status, "pending") ||
+                                   !strcmp(p->status, "running"));
+    if (k >= 0 && k < EVOLVE_MAX_ISLANDS && p->id != s->seed_id) {
+      if (p->generation > s->isl[k].issued)
+        s->isl[k].issued = p->generation;
+      if (p->phase && !strcmp(p->phase, "exploit"))
+        s->isl[k].exploit = 1;
+    }
+    if (unfinished && p->id != s->seed_id)
+      s->queue[s->nqueue++] = p->id;
+    if (!search_add(s, p)) {
+      db_programs_free(arr, n);
+      return err_set(e, ERR_NOMEM, "out of memory");
+    }
+  }
+  db_programs_free(arr, n);
+  for (i = 0; i < EVOLVE_MAX_ISLANDS; i++) {
+    s->isl[i].done = s->isl[i].issued;
+    s->seq_pos += s->isl[i].issued;
+  }
+  for (i = 0; i < s->nqueue; i++) {
+    struct member *m = search_find(s, s->queue[i]);
+    if (m)
+      s->isl[m->p.island].done--;
+  }
+  search_rebuild(s);
+  llm_pool_set_spent(s->pool, s->run.spent_usd);
+  printf("resuming run %lld: %zu programs, %zu to evaluate again\n",
+         (long long)s->run.id, s->nm, s->nqueue);
+  return db_run_set_status(s->db, s->run.id, "running", 0, e);
+}
+
+static void fmt_duration(double s, char *out, size_t n)
+{
+  if (s < 120)
+    snprintf(out, n, "%.1f s", s);
+  else if (s < 7200)
+    snprintf(out, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+  else
+    snprintf(out, n, "%dh%02dm", (int)s / 3600, ((int)s / 60) % 60);
+}
+
+/* The final table: baseline, seed, best; where the best code is. */
+static void summary(struct evolve *s)
+{
+  const struct member *seed = search_find(s, s->seed_id);
+  const struct member *best = search_find(s, s->best_id);
+  char gpu[256] = "no GPU", wall[32], where[1200];
+  const json_t *g = s->machine ? json_object_get(s->machine, "gpus") : NULL;
+  const json_t *g0 = g ? json_array_get(json_object_get(g, "list"), 0) : NULL;
+  int ok = 0, failed = 0, rejected = 0, pending = 0, n = 0;
+  size_t i;
+
+  for (i = 0; i < s->nm; i++) {
+    const struct db_program *p = &s->m[i]->p;
+    if (p->edit_kind && !strcmp(p->edit_kind, "migrate"))
+      continue;
+    n++;
+    if (!p->status)
+      continue;
+    if (!strcmp(p->status, "ok"))
+      ok++;
+    else if (!strcmp(p->status, "rejected"))
+      rejected++;
+    else if (!strcmp(p->status, "failed"))
+      failed++;
+    else
+      pending++;
+  }
+  if (g0)
+    snprintf(gpu, sizeof(gpu), "%lld x %s",
+             json_integer_value(json_object_get(g, "count")),
+             json_string_value(json_object_get(g0, "name")) ?: "?");
+  fmt_duration(db_now() - s->t0, wall, sizeof(wall));
+  snprintf(where, sizeof(where), "%s/best%s", s->o.out_dir, s->ext);
+  printf("\n== cuco evolve %s: %s ==\n", s->wl.name,
+         s->stop_reason[0] ? s->stop_reason : "done");
+  printf("machine: %s; ranks %d%s\n", gpu, s->o.ranks ? s->o.ranks : 1,
+         s->o.vranks ? " (virtual ranks: protocol test, not performance)"
+                     : "");
+  printf("%-9s %12s %12s %9s  %s\n", "", "median_ms", "noise_ms", "speedup",
+         "program");
+  if (s->wl.nbaselines && s->run.baseline_json)
+    printf("%-9s %12.4g %12s %8.3fx  %s\n", "baseline", s->baseline_ms, "-",
+           1.0, s->wl.baselines[0]);
+  else
+    printf("%-9s %12s %12s %9s  %s\n", "baseline", "-", "-", "-",
+           s->wl.nbaselines ? "failed: speedups are vs the seed"
+                            : "none: speedups are vs the seed");
+  if (seed && seed->p.median_ms > 0)
+    printf("%-9s %12.4g %12.3g %8.3fx  #%lld %s\n", "seed", seed->p.median_ms,
+           seed->p.noise_ms > 0 ? seed->p.noise_ms : 0,
+           seed->p.speedup > 0 ? seed->p.speedup : 0, (long long)seed->p.id,
+           s->wl.seed);
+  if (best && best->p.median_ms > 0)
+    printf("%-9s %12.4g %12.3g %8.3fx  #%lld (island %d, generation %d, "
+           "%s) -> %s\n",
+           "best", best->p.median_ms,
+           best->p.noise_ms > 0 ? best->p.noise_ms : 0,
+           best->p.speedup > 0 ? best->p.speedup : 0, (long long)best->p.id,
+           best->p.island, best->p.generation,
+           best->p.edit_kind ? best->p.edit_kind : "?", where);
+  if (best && best->p.directives_json)
+    printf("best directives: %s\n", best->p.directives_json);
+  printf("candidates: %d (%d correct, %d failed, %d rejected before "
+         "evaluation%s); LLM: %s, $%.4f; wall %s\n",
+         n, ok, failed, rejected, pending ? ", some unfinished" : "",
+         s->use_llm ? "yes" : "none (offline tuner)", s->run.spent_usd, wall);
+  printf("database: %s/run.db\n", s->o.out_dir);
+  fflush(stdout);
+}
+
+static void on_signal(int sig)
+{
+  (void)sig;
+  search_interrupted = 1;
+}
+
+/* Machine, toolchain, LLM pool, slots: everything before the run. */
+static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
+{
+  char path[WORKLOAD_PATH + 200];
+  const char *dot;
+  int ngpu, per, k;
+
+  if (workload_load(s->o.workload_dir, &s->wl, e))
+    return e->code;
+  if (s->o.ranks && !workload_allows_ranks(&s->wl, s->o.ranks))
+    return err_set(e, ERR_USAGE, "--ranks %d: %s allows other rank counts",
+                   s->o.ranks, s->wl.name);
+  if (!s->o.ranks)
+    s->o.ranks = s->wl.nranks ? s->wl.ranks[0] : 1;
+  if (tc_probe(ctx->cfg, &s->tc, e) && s->wl.kind == WORKLOAD_RUNTIME)
+    return e->code;
+  s->machine = doctor_probe(ctx->cfg, e);
+  if (!s->machine && s->wl.kind == WORKLOAD_RUNTIME)
+    return e->code;
+  snprintf(path, sizeof(path), "%s/%s", s->wl.dir, s->wl.seed);
+  s->seed_code = read_file(path, e);
+  if (!s->seed_code)
+    return e->code;
+  dot = strrchr(s->wl.seed, '.');
+  snprintf(s->ext, sizeof(s->ext), "%s", dot && strlen(dot) < 12 ? dot : "");
+  s->pool = llm_pool_new(ctx->cfg, e);
+  if (!s->pool)
+    return e->code;
+  if (s->o.llm && !strcmp(s->o.llm, "none")) {
+    s->use_llm = 0;
+  } else if (s->o.llm) {
+    s->model = llm_pool_find(s->pool, s->o.llm);
+    if (!s->model)
+      return err_set(e, ERR_USAGE,
+                     "--llm %s: no such model in the configuration ([llm] "
+                     "is 'default', [model.NAME] adds NAME)",
+                     s->o.llm);
+    s->use_llm = 1;
+  } else {
+    s->use_llm = llm_pool_count(s->pool) > 0;
+  }
+  llm_pool_set_recorder(s->pool, search_record, s);
+  if (s->o.budget_usd > 0)
+    llm_pool_set_budget(s->pool, s->o.budget_usd);
+  /* slots: one GPU group of `ranks` GPUs each (vranks: one GPU) */
+  ngpu = s->machine ? (int)json_integer_value(json_object_get(
+                          json_object_get(s->machine, "gpus"), "count"))
+                    : 0;
+  per = s->o.vranks ? 1 : s->o.ranks;
+  if (s->wl.kind == WORKLOAD_RUNTIME && ngpu > 0) {
+    s->nslots = ngpu / per > 0 ? ngpu / per : 1;
+    if (s->o.slots > 0 && s->o.slots < s->nslots)
+      s->nslots = s->o.slots;
+    for (k = 0; k < s->nslots && k < EVOLVE_MAX_SLOTS; k++) {
+      size_t o = 0;
+      int r;
+      for (r = 0; r < per && o < sizeof(s->gpus[k]); r++)
+        o += (size_t)snprintf(s->gpus[k] + o, sizeof(s->gpus[k]) - o, "%s%d",
+                              r ? "," : "", k * per + r);
+    }
+  } else {
+    s->nslots = s->o.slots > 0 ? s->o.slots : 1;
+  }
+  if (s->nslots > EVOLVE_MAX_SLOTS)
+    s->nslots = EVOLVE_MAX_SLOTS;
+  return 0;
+}
+
+static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
+{
+  char path[1200];
+  struct stat st;
+  int rc, exists;
+
+  if ((rc = prepare(s, ctx, e)))
+    return rc;
+  if ((rc = make_dirs(s->o.out_dir, e)))
+    return rc;
+  snprintf(path, sizeof(path), "%s/run.db", s->o.out_dir);
+  exists = stat(path, &st) == 0;
+  if (exists && !s->o.resume)
+    return err_set(e, ERR_USAGE,
+                   "%s already holds a run: add --resume to continue it, or "
+                   "choose another --out",
+                   path);
+  if (!exists && s->o.resume)
+    return err_set(e, ERR_USAGE, "--resume: no run database at %s", path);
+  if ((rc = db_open(path, 0, &s->db, e)))
+    return rc;
+  s->t0 = db_now();
+  if (s->o.time_limit_s > 0)
+    s->deadline = s->t0 + s->o.time_limit_s;
+  if (s->o.resume) {
+    if ((rc = load_run(s, e)))
+      return rc;
+  } else {
+    char *cj = config_json(s),
+         *mj = s->machine ? json_dumps(s->machine, JSON_COMPACT) : NULL;
+    const struct llm_model *m0 = llm_pool_model(s->pool, 0);
+    s->run.workload = strdup(s->wl.name);
+    s->run.workload_dir = strdup(s->wl.dir);
+    s->run.config_json = cj;
+    s->run.machine_json = mj;
+    s->run.llm = strdup(!s->use_llm ? "none"
+                        : s->model  ? s->model->model
+                        : m0        ? m0->model
+                                    : "none");
+    s->run.budget_usd = s->o.budget_usd > 0 ? s->o.budget_usd : -1;
+    if ((rc = db_run_create(s->db, &s->run, e)))
+      return rc;
+  }
+  select_rng_seed(&s->rng, (uint64_t)s->o.seed * 1000003u + s->nm);
+  s->total = s->o.islands * s->o.generations + 1; /* + the seed */
+  printf("cuco evolve %s: %d islands x %d generations, %d evaluation "
+         "slot%s, proposer: %s; out %s\n",
+         s->wl.name, s->o.islands, s->o.generations, s->nslots,
+         s->nslots == 1 ? "" : "s", s->use_llm ? s->run.llm : "offline tuner",
+         s->o.out_dir);
+  fflush(stdout);
+  if (!s->run.baseline_json && (rc = run_baseline(s, e)))
+    return rc;
+  if ((rc = start_seed(s, e)))
+    return rc;
+  search_write_best(s);
+  rc = search_run(s, e);
+  if (!rc) {
+    const char *st2 = search_interrupted ? "interrupted" : "done";
+    if (db_run_set_status(s->db, s->run.id, st2, 1, e) ||
+        db_run_set_program(s->db, s->run.id, "best_program_id", s->best_id, e))
+      rc = e->code;
+  }
+  summary(s);
+  return rc;
+}
+
+static void evolve_free(struct evolve *s)
+{
+  size_t i;
+  int k;
+
+  for (i = 0; i < s->nm; i++) {
+    db_program_release(&s->m[i]->p);
+    novelty_sig_release(&s->m[i]->sig);
+    free(s->m[i]->emb);
+    free(s->m[i]);
+  }
+  free(s->m);
+  for (k = 0; k < EVOLVE_MAX_ISLANDS; k++)
+    free(s->isl[k].meta);
+  free(s->queue);
+  free(s->seed_code);
+  db_run_release(&s->run);
+  db_close(s->db);
+  llm_pool_free(s->pool);
+  json_decref(s->machine);
+  pthread_mutex_destroy(&s->mu);
+}
+
+static int parse_number(struct cmd_ctx *ctx, const char *flag, const char *v,
+                        double lo, double hi, double *out)
+{
+  if (config_parse_double(v, out) || *out < lo || *out > hi)
+    return cmd_bad_usage(ctx, "%s: '%s' is not a number in [%g, %g]", flag, v,
+                         lo, hi);
+  return 0;
+}
+
+int cmd_evolve(struct cmd_ctx *ctx, int argc, char **argv)
+{
+  static const struct option opts[] = {
+      {"llm", required_argument, NULL, 'l'},
+      {"generations", required_argument, NULL, 'g'},
+      {"islands", required_argument, NULL, 'i'},
+      {"out", required_argument, NULL, 'o'},
+      {"resume", no_argument, NULL, 'r'},
+      {"budget-usd", required_argument, NULL, 'b'},
+      {"time-limit", required_argument, NULL, 't'},
+      {"ranks", required_argument, NULL, 'n'},
+      {"vranks", required_argument, NULL, 'V'},
+      {"seed", required_argument, NULL, 's'},
+      {"slots", required_argument, NULL, 'S'},
+      {"sizes", required_argument, NULL, 'z'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  struct evolve *s = calloc(1, sizeof(*s));
+  struct err e = {0, ""};
+  struct sigaction sa;
+  char outbuf[1024];
+  double v;
+  int opt, rc = CMD_FAIL;
+
+  if (!s) {
+    fprintf(stderr, "cuco evolve: out of memory\n");
+    return CMD_FAIL;
+  }
+  pthread_mutex_init(&s->mu, NULL);
+  if (evolve_opts_init(&s->o, ctx->cfg, &e)) {
+    fprintf(stderr, "cuco evolve: %s\n", e.msg);
+    goto out;
+  }
+  while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (opt) {
+    case 'l':
+      s->o.llm = optarg;
+      break;
+    case 'g':
+      if ((rc = parse_number(ctx, "--generations", optarg, 1, 100000, &v)))
+        goto out;
+      s->o.generations = (int)v;
+      break;
+    case 'i':
+      if ((rc = parse_number(ctx, "--islands", optarg, 1, EVOLVE_MAX_ISLANDS,
+                             &v)))
+        goto out;
+      s->o.islands = (int)v;
+      break;
+    case 'o':
+      s->o.out_dir = optarg;
+      break;
+    case 'r':
+      s->o.resume = 1;
+      break;
+    case 'b':
+      if ((rc = parse_number(ctx, "--budget-usd", optarg, 0, 1e6,
+                             &s->o.budget_usd)))
+        goto out;
+      break;
+    case 't':
+      if ((rc = parse_number(ctx, "--time-limit", optarg, 1, 1e7,
+                             &s->o.time_limit_s)))
+        goto out;
+      break;
+    case 'n':
+      if ((rc = parse_number(ctx, "--ranks", optarg, 1, 64, &v)))
+        goto out;
+      s->o.ranks = (int)v;
+      break;
+    case 'V':
+      if ((rc = parse_number(ctx, "--vranks", optarg, 0, 64, &v)))
+        goto out;
+      s->o.vranks = (int)v;
+      break;
+    case 's':
+      if ((rc = parse_number(ctx, "--seed", optarg, 0, 4e9, &v)))
+        goto out;
+      s->o.seed = (unsigned long)v;
+      break;
+    case 'S':
+      if ((rc = parse_number(ctx, "--slots", optarg, 1, EVOLVE_MAX_SLOTS, &v)))
+        goto out;
+      s->o.slots = (int)v;
+      break;
+    case 'z':
+      s->o.sizes = optarg;
+      break;
+    case 'h':
+      rc = cmd_usage(ctx, 1);
+      goto out;
+    default:
+      rc = cmd_usage(ctx, 0);
+      goto out;
+    }
+  }
+  if (optind != argc - 1) {
+    rc = cmd_bad_usage(ctx, optind >= argc ? "missing WORKLOAD"
+                                           : "one WORKLOAD only");
+    goto out;
+  }
+  s->o.workload_dir = argv[optind];
+  if (!s->o.out_dir) {
+    const char *base = strrchr(s->o.workload_dir, '/');
+    char name[256];
+    snprintf(name, sizeof(name), "%s",
+             base && base[1] ? base + 1 : s->o.workload_dir);
+    name[strcspn(name, "/")] = '\0';
+    snprintf(outbuf, sizeof(outbuf), "out/evolve-%s", name);
+    s->o.out_dir = outbuf;
+  }
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  if (evolve_main(s, ctx, &e)) {
+    fprintf(stderr, "cuco evolve: %s\n", e.msg);
+    if (s->db && s->run.id)
+      (void)!db_run_set_status(s->db, s->run.id, "interrupted", 1, &e);
+    rc = e.code == ERR_USAGE ? CMD_USAGE : CMD_FAIL;
+  } else {
+    rc = search_interrupted ? CMD_FAIL : CMD_OK;
+  }
+out:
+  evolve_free(s);
+  free(s);
+  return rc;
+}

@@ -1,0 +1,56 @@
+/* evolve.h - `cuco evolve`: the multi-island evolutionary search.
+ *
+ * evolve.c owns the command line, the run setup (database, baseline,
+ * seed, resume) and the final summary; search.c owns the loop (islands,
+ * selection, proposals, novelty, evaluation slots, migration, meta
+ * summaries, progress).  Both share struct evolve (defined in
+ * search_impl.h, internal).
+ */
+#ifndef CUCO_EVOLVE_H
+#define CUCO_EVOLVE_H
+
+#include "err.h"
+#include "select.h"
+
+#define EVOLVE_MAX_ISLANDS 16
+#define EVOLVE_MAX_SLOTS   16
+
+/* Options; defaults in evolve_opts_init (docs/evolve.md says why). */
+struct evolve_opts {
+  const char *workload_dir;
+  const char *llm; /* NULL: the configured pool if any, else offline;
+                      "none": offline; else a model name of the pool */
+  int generations; /* per island */
+  int islands;
+  const char *out_dir;
+  int resume;
+  double budget_usd;   /* <= 0: none */
+  double time_limit_s; /* <= 0: none */
+  int ranks, vranks;
+  unsigned long seed;
+  int slots; /* evaluation slots; 0 = one per GPU group (runtime) or 1 */
+  const char *sizes; /* --sizes LIST for every evaluation; NULL = sets */
+  /* [evolve] in cuco.ini */
+  int migrate_every;       /* generations between migrations (per island) */
+  int meta_every;          /* generations between meta summaries */
+  int stagnation;          /* finished generations without an island best
+                              before explore -> exploit (0 = auto) */
+  double explore_fraction; /* fallback switch: fraction of generations */
+  double novelty;          /* shingle Jaccard rejection threshold */
+  double novelty_embed;    /* cosine threshold with embeddings */
+  int novelty_attempts;    /* proposals per generation slot */
+  int inspirations;
+  struct select_params sel;
+  /* [evolve] edit_sequence = diff, full, cross: a fixed cycle of edit
+   * kinds instead of the phase mix (ablations and replayed tests) */
+  int nseq;
+  char seq[16][8];
+};
+
+struct config;
+
+/* Defaults, then [evolve] of cfg.  ERR_CONFIG naming file:line. */
+int evolve_opts_init(struct evolve_opts *o, const struct config *cfg,
+                     struct err *e) WARN_UNUSED;
+
+#endif

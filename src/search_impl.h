@@ -1,0 +1,123 @@
+/* search_impl.h - the state evolve.c and search.c share (internal). */
+#ifndef CUCO_SEARCH_IMPL_H
+#define CUCO_SEARCH_IMPL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "evolve.h"
+#include "novelty.h"
+#include "toolchain.h"
+#include "workload.h"
+
+struct llm_pool;
+struct llm_record;
+struct llm_model;
+
+/* A program the search knows (every row of the run). */
+struct member {
+  struct db_program p; /* with code */
+  int children;
+  int has_sig;
+  struct novelty_sig sig;
+  float *emb; /* embedding of the blocks, or NULL */
+  size_t dim;
+};
+
+struct island {
+  int issued;        /* generations handed out */
+  int done;          /* generations finished */
+  int exploit;       /* phase: 0 explore, 1 exploit */
+  int since_improve; /* finished generations without a new island best */
+  int64_t best_id;
+  char *meta; /* latest meta summary text */
+};
+
+struct evolve {
+  struct evolve_opts o;
+  struct workload wl;
+  struct toolchain tc;
+  json_t *machine;
+  struct db *db;
+  pthread_mutex_t mu; /* guards db and everything below */
+  struct db_run run;
+  struct llm_pool *pool;
+  const struct llm_model *model; /* NULL: offline tuner */
+  char *seed_code;
+  char ext[16];       /* ".cu", ".c": of the seed file */
+  double baseline_ms; /* <= 0 unknown */
+  struct member **m;  /* pointers stay valid while the table grows */
+  size_t nm, capm;
+  int use_llm;
+  struct island isl[EVOLVE_MAX_ISLANDS];
+  int64_t best_id, seed_id;
+  struct select_rng rng;
+  double t0, deadline;
+  int stop;
+  char stop_reason[128];
+  int64_t *queue; /* unfinished rows to evaluate first (resume) */
+  size_t nqueue;
+  int nslots;
+  char gpus[EVOLVE_MAX_SLOTS][64];
+  int total; /* candidates planned: islands * generations */
+  int count; /* candidate rows this session finished */
+  int n_ok, n_failed, n_rejected;
+  int seq_pos; /* next entry of o.seq */
+};
+
+/* search.c */
+
+/* Add a loaded or new row to the member table (takes *p's strings; *p is
+ * reset).  Returns the member or NULL on allocation failure. */
+struct member *search_add(struct evolve *s, struct db_program *p);
+struct member *search_find(struct evolve *s, int64_t id);
+
+/* Evaluate one row (already inserted) on a slot and write the outcome.
+ * Called without the lock.  Returns 0 or a fatal error (the evaluation
+ * could not be run at all). */
+int search_evaluate(struct evolve *s, int64_t id, int slot,
+                    struct err *e) WARN_UNUSED;
+
+/* Run the workers until every island has its generations or a budget
+ * ends the run.  Returns 0, or a fatal error. */
+int search_run(struct evolve *s, struct err *e) WARN_UNUSED;
+
+/* Insert a copy of program src on island dst (edit kind "migrate"; no
+ * evaluation).  With the lock held. */
+int search_copy(struct evolve *s, const struct member *src, int dst,
+                struct err *e) WARN_UNUSED;
+
+/* One progress line for a finished candidate (lock held). */
+void search_progress(struct evolve *s, const struct member *m,
+                     const char *note);
+
+/* Island k finished a generation whose candidate is m (lock held):
+ * island best, stagnation, migration.  Returns 1 when a meta summary is
+ * due (call search_meta_summary without the lock). */
+int search_generation_done(struct evolve *s, int k, const struct member *m);
+
+/* Write island k's meta summary (statistics; with an LLM, its
+ * recommendations too).  Lock NOT held. */
+void search_meta_summary(struct evolve *s, int k);
+
+/* Write the run's best program to DIR/best.EXT (lock held). */
+void search_write_best(struct evolve *s);
+
+/* Recompute the run's and islands' bests from the members (resume). */
+void search_rebuild(struct evolve *s);
+
+/* The LLM recorder (llm_record_fn): inserts an llm_calls row. */
+long long search_record(void *ud, const struct llm_record *rec);
+
+/* "1a2b..." hex XXH64 of code into out[17]. */
+void search_hash(const char *code, char out[17]);
+
+/* Seconds since the run started in this process / left (<0: no limit). */
+double search_time_left(const struct evolve *s);
+
+/* Asynchronous stop request (SIGINT/SIGTERM handler sets it). */
+extern volatile int search_interrupted;
+
+#endif

@@ -1,0 +1,373 @@
+/* tuner.c - the offline directive/param proposer (tuner.h). */
+#include "tuner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "workload.h"
+
+#define MAX_DIMS (5 + WORKLOAD_MAX_PARAMS)
+#define MAX_VALS 64
+
+/* One tunable dimension: its allowed values as text, whether they are
+ * ordered (chunk sizes, numeric params) and where it lives. */
+struct dim {
+  char name[64];
+  int nv, ordered;
+  char v[MAX_VALS][WORKLOAD_VALUE];
+  enum { D_BACKEND, D_PLACEMENT, D_SYNC, D_ISSUER, D_CHUNK, D_PARAM } kind;
+};
+
+struct space {
+  int n;
+  struct dim d[MAX_DIMS];
+};
+
+void tuner_format_bytes(unsigned long long b, char *out, size_t n)
+{
+  if (b >= (1ULL << 30) && b % (1ULL << 30) == 0)
+    snprintf(out, n, "%lluGiB", b >> 30);
+  else if (b >= (1ULL << 20) && b % (1ULL << 20) == 0)
+    snprintf(out, n, "%lluMiB", b >> 20);
+  else if (b >= 1024 && b % 1024 == 0)
+    snprintf(out, n, "%lluKiB", b >> 10);
+  else
+    snprintf(out, n, "%llu", b);
+}
+
+static void add_words(struct space *s, const char *name, int kind,
+                      const struct workload_dim *wd)
+{
+  struct dim *d = &s->d[s->n];
+  int i;
+
+  if (wd->n < 1)
+    return;
+  memset(d, 0, sizeof(*d));
+  snprintf(d->name, sizeof(d->name), "%s", name);
+  d->kind = kind;
+  for (i = 0; i < wd->n && i < MAX_VALS; i++)
+    snprintf(d->v[i], sizeof(d->v[i]), "%s", wd->v[i]);
+  d->nv = i;
+  s->n++;
+}
+
+static int is_number(const char *t)
+{
+  char *end;
+
+  if (!*t)
+    return 0;
+  (void)strtod(t, &end);
+  return !*end;
+}
+
+static void build_space(const struct workload *w, struct space *s)
+{
+  int i, j;
+
+  memset(s, 0, sizeof(*s));
+  add_words(s, "backend", D_BACKEND, &w->space.backend);
+  add_words(s, "placement", D_PLACEMENT, &w->space.placement);
+  add_words(s, "sync", D_SYNC, &w->space.sync);
+  add_words(s, "issuer", D_ISSUER, &w->space.issuer);
+  if (w->space.chunk_min && w->space.chunk_max) {
+    struct dim *d = &s->d[s->n++];
+    unsigned long long b = 4096;
+    memset(d, 0, sizeof(*d));
+    snprintf(d->name, sizeof(d->name), "chunk");
+    d->kind = D_CHUNK;
+    d->ordered = 1;
+    for (; b <= w->space.chunk_max && d->nv < MAX_VALS; b <<= 1)
+      if (b >= w->space.chunk_min)
+        tuner_format_bytes(b, d->v[d->nv++], sizeof(d->v[0]));
+  }
+  for (i = 0; i < w->nparams && s->n < MAX_DIMS; i++) {
+    struct dim *d = &s->d[s->n++];
+    memset(d, 0, sizeof(*d));
+    snprintf(d->name, sizeof(d->name), "%s", w->params[i].name);
+    d->kind = D_PARAM;
+    d->ordered = 1;
+    for (j = 0; j < w->params[i].nchoices && j < MAX_VALS; j++) {
+      snprintf(d->v[j], sizeof(d->v[j]), "%s", w->params[i].choices[j]);
+      if (!is_number(d->v[j]))
+        d->ordered = 0;
+    }
+    d->nv = j;
+  }
+}
+
+double tuner_space_size(const struct workload *w)
+{
+  struct space s;
+  double n = 1;
+  int i;
+
+  build_space(w, &s);
+  for (i = 0; i < s.n; i++) {
+    n *= s.d[i].nv ? s.d[i].nv : 1;
+    if (n > 1e9)
+      return 1e9;
+  }
+  return n;
+}
+
+/* The value text a directive set holds for dimension d. */
+static const char *get_value(const struct directive_set *ds,
+                             const struct dim *d, char *tmp, size_t n)
+{
+  int i;
+
+  switch (d->kind) {
+  case D_BACKEND:
+    return ds->backend;
+  case D_PLACEMENT:
+    return ds->placement;
+  case D_SYNC:
+    return ds->sync;
+  case D_ISSUER:
+    return ds->issuer;
+  case D_CHUNK:
+    tuner_format_bytes(ds->chunk_bytes, tmp, n);
+    return tmp;
+  case D_PARAM:
+    for (i = 0; i < ds->nparams; i++)
+      if (!strcmp(ds->params[i].name, d->name))
+        return ds->params[i].value;
+  }
+  return "";
+}
+
+static void set_value(struct directive_set *ds, const struct dim *d,
+                      const char *v)
+{
+  int i;
+
+  switch (d->kind) {
+  case D_BACKEND:
+    snprintf(ds->backend, sizeof(ds->backend), "%s", v);
+    break;
+  case D_PLACEMENT:
+    snprintf(ds->placement, sizeof(ds->placement), "%s", v);
+    break;
+  case D_SYNC:
+    snprintf(ds->sync, sizeof(ds->sync), "%s", v);
+    break;
+  case D_ISSUER:
+    snprintf(ds->issuer, sizeof(ds->issuer), "%s", v);
+    break;
+  case D_CHUNK:
+    snprintf(ds->chunk_text, sizeof(ds->chunk_text), "%s", v);
+    if (config_parse_bytes(v, &ds->chunk_bytes))
+      ds->chunk_bytes = 0;
+    break;
+  case D_PARAM:
+    for (i = 0; i < ds->nparams; i++)
+      if (!strcmp(ds->params[i].name, d->name)) {
+        snprintf(ds->params[i].value, sizeof(ds->params[i].value), "%s", v);
+        return;
+      }
+    if (ds->nparams < DIRECTIVE_MAX_PARAMS) {
+      i = ds->nparams++;
+      snprintf(ds->params[i].name, sizeof(ds->params[i].name), "%s", d->name);
+      snprintf(ds->params[i].value, sizeof(ds->params[i].value), "%s", v);
+    }
+    break;
+  }
+}
+
+/* Index of the parent's value in each dimension (0 when not allowed). */
+static void to_index(const struct space *s, const struct directive_set *ds,
+                     int *idx)
+{
+  char tmp[32];
+  int i, j;
+
+  for (i = 0; i < s->n; i++) {
+    const char *v = get_value(ds, &s->d[i], tmp, sizeof(tmp));
+    idx[i] = 0;
+    for (j = 0; j < s->d[i].nv; j++)
+      if (!strcmp(v, s->d[i].v[j]))
+        idx[i] = j;
+  }
+}
+
+static void from_index(const struct space *s, const struct directive_set *base,
+                       const int *idx, struct directive_set *out)
+{
+  int i;
+
+  *out = *base;
+  for (i = 0; i < s->n; i++)
+    if (s->d[i].nv)
+      set_value(out, &s->d[i], s->d[i].v[idx[i]]);
+  if (s->n && s->d[0].kind <= D_CHUNK)
+    out->has_line = 1;
+}
+
+/* A move: up to two (dimension, new index) changes. */
+struct move {
+  int nc;
+  int dim[2], to[2];
+};
+
+/* The 1-step neighbours of idx. */
+static int neighbours(const struct space *s, const int *idx, struct move *m,
+                      int max)
+{
+  int i, j, n = 0;
+
+  for (i = 0; i < s->n; i++) {
+    const struct dim *d = &s->d[i];
+    if (d->nv < 2)
+      continue;
+    for (j = 0; j < d->nv && n < max; j++) {
+      if (j == idx[i])
+        continue;
+      if (d->ordered && abs(j - idx[i]) != 1)
+        continue;
+      m[n].nc = 1;
+      m[n].dim[0] = i;
+      m[n].to[0] = j;
+      n++;
+    }
+  }
+  return n;
+}
+
+static void shuffle(struct move *m, int n, struct select_rng *rng)
+{
+  int i;
+
+  for (i = n - 1; i > 0; i--) {
+    int j = (int)select_rng_below(rng, (size_t)i + 1);
+    struct move t = m[i];
+    m[i] = m[j];
+    m[j] = t;
+  }
+}
+
+static void describe(const struct space *s, const int *from,
+                     const struct move *mv, char *what, size_t n)
+{
+  size_t o = 0;
+  int c;
+
+  what[0] = '\0';
+  for (c = 0; c < mv->nc && o < n; c++) {
+    const struct dim *d = &s->d[mv->dim[c]];
+    int w = snprintf(what + o, n - o, "%s%s %s -> %s", c ? ", " : "", d->name,
+                     d->v[from[mv->dim[c]]], d->v[mv->to[c]]);
+    if (w < 0)
+      break;
+    o += (size_t)w;
+  }
+}
+
+/* Try one move; 1 when it gives an unseen configuration (in *out). */
+static int try_move(const struct space *s, const struct directive_set *base,
+                    const int *idx, const struct move *mv, tuner_seen_fn seen,
+                    void *ud, struct directive_set *out)
+{
+  int cand[MAX_DIMS], c;
+
+  memcpy(cand, idx, sizeof(cand));
+  for (c = 0; c < mv->nc; c++)
+    cand[mv->dim[c]] = mv->to[c];
+  from_index(s, base, cand, out);
+  return !seen || !seen(ud, out);
+}
+
+static int random_restart(const struct space *s,
+                          const struct directive_set *base, const int *idx,
+                          struct select_rng *rng, tuner_seen_fn seen, void *ud,
+                          struct directive_set *out, char *what, size_t whatn)
+{
+  int cand[MAX_DIMS], t, i;
+
+  for (t = 0; t < 400; t++) {
+    for (i = 0; i < s->n; i++)
+      cand[i] =
+          s->d[i].nv ? (int)select_rng_below(rng, (size_t)s->d[i].nv) : 0;
+    from_index(s, base, cand, out);
+    if (!seen || !seen(ud, out)) {
+      size_t o = (size_t)snprintf(what, whatn, "random restart:");
+      for (i = 0; i < s->n && o < whatn; i++)
+        if (cand[i] != idx[i]) {
+          int w = snprintf(what + o, whatn - o, " %s=%s", s->d[i].name,
+                           s->d[i].v[cand[i]]);
+          if (w < 0)
+            break;
+          o += (size_t)w;
+        }
+      return 0;
+    }
+  }
+  return ERR_NOTFOUND;
+}
+
+int tuner_propose(const struct workload *w, const struct directive_set *parent,
+                  int explore, struct select_rng *rng, tuner_seen_fn seen,
+                  void *ud, struct directive_set *out, char *what,
+                  size_t whatn)
+{
+  enum { MAXM = 512 };
+  struct space *s = malloc(sizeof(*s));
+  struct move *m1 = malloc(MAXM * sizeof(*m1)), *m2 = NULL;
+  int idx[MAX_DIMS], n1, n2 = 0, i, j, rc = ERR_NOTFOUND;
+
+  if (!s || !m1)
+    goto out;
+  build_space(w, s);
+  to_index(s, parent, idx);
+  if (explore && select_rng_uniform(rng) < 0.15) {
+    rc = random_restart(s, parent, idx, rng, seen, ud, out, what, whatn);
+    if (!rc)
+      goto out;
+  }
+  n1 = neighbours(s, idx, m1, MAXM);
+  shuffle(m1, n1, rng);
+  /* 2-coordinate moves: pairs of 1-step moves on different dimensions */
+  m2 = malloc(MAXM * sizeof(*m2));
+  if (!m2)
+    goto out;
+  for (i = 0; i < n1 && n2 < MAXM; i++)
+    for (j = i + 1; j < n1 && n2 < MAXM; j++)
+      if (m1[i].dim[0] != m1[j].dim[0]) {
+        m2[n2].nc = 2;
+        m2[n2].dim[0] = m1[i].dim[0];
+        m2[n2].to[0] = m1[i].to[0];
+        m2[n2].dim[1] = m1[j].dim[0];
+        m2[n2].to[1] = m1[j].to[0];
+        n2++;
+      }
+  shuffle(m2, n2, rng);
+  if (explore && n2 && select_rng_uniform(rng) < 0.5) {
+    for (i = 0; i < n2; i++)
+      if (try_move(s, parent, idx, &m2[i], seen, ud, out)) {
+        describe(s, idx, &m2[i], what, whatn);
+        rc = 0;
+        goto out;
+      }
+  }
+  for (i = 0; i < n1; i++)
+    if (try_move(s, parent, idx, &m1[i], seen, ud, out)) {
+      describe(s, idx, &m1[i], what, whatn);
+      rc = 0;
+      goto out;
+    }
+  for (i = 0; i < n2; i++)
+    if (try_move(s, parent, idx, &m2[i], seen, ud, out)) {
+      describe(s, idx, &m2[i], what, whatn);
+      rc = 0;
+      goto out;
+    }
+  rc = random_restart(s, parent, idx, rng, seen, ud, out, what, whatn);
+out:
+  free(s);
+  free(m1);
+  free(m2);
+  return rc;
+}

@@ -1,0 +1,45 @@
+/* tuner.h - the offline proposer: mutate directives and params.
+ *
+ * With no LLM the search still runs: each new candidate is its parent with
+ * other directive/param values.  The space is the workload's [space] and
+ * [params] (a dimension with fewer than two values is fixed).  Moves:
+ *  - exploit: a coordinate move (one dimension one step: the next/previous
+ *    chunk size or numeric choice, another value of a categorical one),
+ *    every 1-step neighbour tried in random order, then 2-step ones;
+ *  - explore: the same, but 15% of the time a random restart (a uniformly
+ *    drawn configuration), and a 2-coordinate move half of the time;
+ *  - anything the caller says was seen (already in the database) is
+ *    skipped; when the whole neighbourhood is seen, a random restart.
+ */
+#ifndef CUCO_TUNER_H
+#define CUCO_TUNER_H
+
+#include <stddef.h>
+
+#include "directive.h"
+#include "err.h"
+#include "select.h"
+
+struct workload;
+
+/* Has this configuration been evaluated (or queued) already?  Non-zero =
+ * yes, skip it. */
+typedef int (*tuner_seen_fn)(void *ud, const struct directive_set *d);
+
+/* Propose a configuration near `parent` (its values outside the space are
+ * snapped to the first allowed value).  *out receives it; `what` a short
+ * description of the move ("chunk 64KiB -> 128KiB").  ERR_NOTFOUND when
+ * every configuration tried was seen (the space looks exhausted). */
+int tuner_propose(const struct workload *w, const struct directive_set *parent,
+                  int explore, struct select_rng *rng, tuner_seen_fn seen,
+                  void *ud, struct directive_set *out, char *what,
+                  size_t whatn) WARN_UNUSED;
+
+/* Number of configurations in the space (capped at 1e9). */
+double tuner_space_size(const struct workload *w);
+
+/* "64KiB", "1MiB", "4096" for a byte count (powers of two of KiB/MiB/GiB
+ * get a suffix). */
+void tuner_format_bytes(unsigned long long b, char *out, size_t n);
+
+#endif
