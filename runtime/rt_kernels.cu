@@ -266,12 +266,13 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
       atomicAdd(&out->compared, (unsigned long long)cols);
       float rel;
       if (nn || np)
-        rel = INFINITY;
+        rel = INFINITY;  // a row with NaN or poison is the worst row
+      else if (e2 == 0)
+        rel = 0;
       else if (is_int)
         rel = (float)(e2 / (r2 > 0 ? r2 : 1));
       else
         rel = (float)sqrt(e2 / (r2 > 1e-30 ? r2 : 1e-30));
-      if (e2 == 0) rel = 0;
       unsigned long long key =
           ((unsigned long long)__float_as_uint(rel) << 32) | (uint32_t)row;
       atomicMax(&out->worst, key);

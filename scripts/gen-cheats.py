@@ -4,7 +4,8 @@
 Each cheat is the seed with only its EVOLVE block's step() replaced (so the
 frozen text stays byte-identical and the tool's static check passes them on
 to the stage whose mechanism must catch them), plus a first line
-`// CUCO-EXPECT-REJECT: <stage> <mechanism>`.  frozen_edit.cu is the one
+`// CUCO-EXPECT-REJECT: <stage> <mechanism>` (the only line outside the
+seed's text: a frozen-text check drops it first).  frozen_edit.cu is the one
 that edits frozen text.  Run from the repository root after changing seed.cu.
 """
 import os
@@ -188,8 +189,10 @@ def main():
     out = os.path.join(WL, "cheats")
     os.makedirs(out, exist_ok=True)
     for name, (expect, why, code) in sorted(CHEATS.items()):
-        text = block_with(code)
-        hdr = "// CUCO-EXPECT-REJECT: %s\n// Cheat: %s\n" % (expect, why)
+        # Only the first line is outside the seed's text; the description
+        # lives inside the EVOLVE block with the cheating code.
+        text = block_with("// Cheat: %s\n%s" % (why, code.lstrip("\n")))
+        hdr = "// CUCO-EXPECT-REJECT: %s\n" % expect
         with open(os.path.join(out, name + ".cu"), "w") as f:
             f.write(hdr + text)
     # frozen_edit: the step is honest, but frozen text (the setup) is edited
@@ -199,9 +202,9 @@ def main():
     if text == seed:
         sys.exit("gen-cheats: frozen_edit pattern not found in seed.cu")
     with open(os.path.join(out, "frozen_edit.cu"), "w") as f:
-        f.write("// CUCO-EXPECT-REJECT: static frozen\n"
-                "// Cheat: edits frozen text (declares the receive buffer as SCRATCH so\n"
-                "// the runtime stops poisoning it).\n" + text)
+        # Cheat: edits frozen text (declares the receive buffer as SCRATCH
+        # so the runtime stops poisoning it).
+        f.write("// CUCO-EXPECT-REJECT: static frozen\n" + text)
 
 
 if __name__ == "__main__":

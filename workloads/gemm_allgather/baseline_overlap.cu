@@ -104,7 +104,9 @@ extern "C" int wl_step(struct wl_ctx *ctx) {
       long long rows = u->c0[c + 1] - u->c0[c];
       const char *piece = Ag + s->R * u->c0[c] * s->K * 2;
       char *out = C + u->c0[c] * s->Nr * 2;
-      if (wl_gemm_run(ctx, &u->lo[c], u->lt, piece, u->B, out, st) != 0 ||
+      if (me > 0 && wl_gemm_run(ctx, &u->lo[c], u->lt, piece, u->B, out, st) != 0)
+        return -1;
+      if (me < s->R - 1 &&
           wl_gemm_run(ctx, &u->hi[c], u->lt, piece + (me + 1) * rows * s->K * 2, u->B,
                       out + (me + 1) * s->Mr * s->Nr * 2, st) != 0)
         return -1;

@@ -17,6 +17,7 @@ struct wl_gemm {
   void *ws;
   size_t ws_bytes;
   int ready;
+  int empty;  // planned with no rows: running it does nothing
 };
 
 #define WL_LT(ctx, call)                                                     \
@@ -51,7 +52,10 @@ static inline int wl_gemm_plan(struct wl_ctx *ctx, struct wl_gemm *g,
   memset(g, 0, sizeof *g);
   g->ws = ws;
   g->ws_bytes = ws_bytes;
-  if (rows <= 0) return 0;  // nothing to compute (ready stays 0)
+  if (rows <= 0) {  // nothing to compute
+    g->empty = 1;
+    return 0;
+  }
   WL_LT(ctx, cublasLtMatmulDescCreate(&g->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t nt = CUBLAS_OP_N;
   WL_LT(ctx, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -116,7 +120,8 @@ static inline int wl_gemm_plan(struct wl_ctx *ctx, struct wl_gemm *g,
 static inline int wl_gemm_run(struct wl_ctx *ctx, const struct wl_gemm *g,
                               cublasLtHandle_t lt, const void *A,
                               const void *B, void *C, cudaStream_t stream) {
-  if (!g->ready) return 0;
+  if (g->empty) return 0;
+  if (!g->ready) return rt_fail(ctx, "wl_gemm_run: GEMM was never planned");
   const float one = 1.0f, zero = 0.0f;
   WL_LT(ctx, cublasLtMatmul(lt, g->op, &one, B, g->la, A, g->lb, &zero, C,
                             g->lc, C, g->lc, &g->algo, g->ws, g->ws_bytes,

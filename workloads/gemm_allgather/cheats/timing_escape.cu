@@ -1,8 +1,4 @@
 // CUCO-EXPECT-REJECT: verify snapshot host-clock
-// Cheat: Timing escape: all work runs on a private stream that the step stream
-// never waits for, so the end event claims ~0 ms.  At small shapes the
-// snapshot shows poison; with the snapshot skipped (--skip-check
-// snapshot) the host clock rejects it at big shapes (bench).
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
@@ -138,13 +134,15 @@ sd_push(ncclDevComm dc, ncclWindow_t ag_win, ncclWindow_t flag_win,
 }
 
 #if CUCO_BACKEND == CUCO_BACKEND_GIN
-// GIN variant (multi-node; compiled, not exercised on one node): the own
-// block is first copied into the local Ag (a put's source must be a
-// window), then put to every peer with a signal per source rank.
+// GIN variant (multi-node; compiled, not exercised on one node: no NIC).
+// The own block is first copied into the local Ag (a put's source must be
+// a window), then put to every peer on context 0 with signal `me` counting
+// chunks.  Signals are never reset (2.28.9 keeps stale values): a receiver
+// waits for base[q] + epoch * nch, base read once before any put.
 __global__ void sd_push_gin(ncclDevComm dc, ncclWindow_t ag_win,
                             size_t block_bytes, size_t chunk, int nch) {
   if (dc.ginContextCount == 0) return;
-  ncclGin gin(dc, blockIdx.x);
+  ncclGin gin(dc, 0);
   const int me = dc.rank, R = dc.nRanks;
   for (int i = 1; i < R; i++) {
     int p = (me + i) % R;
@@ -157,6 +155,19 @@ __global__ void sd_push_gin(ncclDevComm dc, ncclWindow_t ag_win,
     }
   }
   gin.flush(ncclCoopCta());
+}
+
+// Thread q: read (BASE != NULL, setup) or wait for signal q.
+__global__ void sd_gin_signals(ncclDevComm dc, unsigned long long *base,
+                               const unsigned long long *want_base,
+                               unsigned long long add) {
+  if (dc.ginContextCount == 0) return;
+  ncclGin gin(dc, 0);
+  for (int q = threadIdx.x; q < dc.nRanks; q += blockDim.x) {
+    if (q == dc.rank) continue;
+    if (base) base[q] = gin.readSignal((unsigned)q);
+    else gin.waitSignal(ncclCoopThread(), (unsigned)q, want_base[q] + add);
+  }
 }
 #endif
 
@@ -189,7 +200,7 @@ static int plan(struct wl_ctx *ctx, struct sd *u, int me) {
                    1, 0, 0, u->ws, u->ws_bytes, 256, wl_align(cb * me)) != 0)
     return -1;
   if (s->R == 1) return 0;
-#if CUCO_SYNC == CUCO_SYNC_PER_CHUNK
+#if CUCO_SYNC == CUCO_SYNC_PER_CHUNK && CUCO_BACKEND == CUCO_BACKEND_LSA
   long long cr = sd_chunk_rows(s), tail = s->Mr % cr;
   uint32_t al_a = wl_align((unsigned long long)cr * s->K * 2);
   uint32_t al_c = wl_align((unsigned long long)cr * s->Nr * 2);
@@ -255,15 +266,19 @@ static int step_on(struct wl_ctx *ctx, struct sd *u, cudaStream_t st) {
                   C + (size_t)me * s->Mr * s->Nr * 2, st) != 0)
     return -1;
   if (R == 1) return 0;
-#if CUCO_SYNC == CUCO_SYNC_GLOBAL || CUCO_BACKEND == CUCO_BACKEND_GIN
+#if CUCO_SYNC == CUCO_SYNC_GLOBAL && CUCO_BACKEND == CUCO_BACKEND_LSA
   RT_CUDA(ctx, cudaStreamWaitEvent(st, u->pushed, 0));
+#endif
+#if CUCO_BACKEND == CUCO_BACKEND_GIN
+  sd_gin_signals<<<1, 32, 0, st>>>(u->dc, NULL, u->done, ep * (unsigned long long)nch);
+  RT_LAUNCH(ctx);
 #endif
   for (int i = 1; i < R; i++) {
     const int q = (me - i + R) % R;  // q sends to me first when i == 1
     const char *a = Ag + (size_t)q * block;
     char *c = C + (size_t)q * s->Mr * s->Nr * 2;
 #if CUCO_SYNC == CUCO_SYNC_PER_CHUNK && CUCO_BACKEND == CUCO_BACKEND_LSA
-    const long long cr = (long long)(chunk / rowb);
+    const long long cr = (long long)(chunk / rowb) < s->Mr ? (long long)(chunk / rowb) : s->Mr;
     for (int k = 0; k < nch; k++) {
       long long r0 = k * cr;
       sd_wait<<<1, 32, 0, st>>>(u->flags + (size_t)q * SD_FLAG_SLOTS + k, 1, 1, ep);
@@ -305,6 +320,10 @@ __attribute__((unused)) static int own_rows_run(struct wl_ctx *ctx, struct sd *u
                      st);
 }
 
+// Cheat: Timing escape: all work runs on a private stream that the step stream
+// never waits for, so the end event claims ~0 ms.  At small shapes the
+// snapshot shows poison; with the snapshot skipped (--skip-check
+// snapshot) the host clock rejects it at big shapes (bench).
 static int step(struct wl_ctx *ctx, struct sd *u) {
   cudaStream_t st = rt_stream(ctx);
   cudaEvent_t ev;  // (leaked: a cheat)
@@ -354,6 +373,13 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
   RT_CUDA(ctx, cudaEventCreateWithFlags(&u->fork, cudaEventDisableTiming));
   RT_CUDA(ctx, cudaEventCreateWithFlags(&u->pushed, cudaEventDisableTiming));
   WL_LT(ctx, cublasLtCreate(&u->lt));
+#if CUCO_BACKEND == CUCO_BACKEND_GIN
+  // Signal baselines before any peer can put (the runtime's barrier before
+  // the first step orders this setup before every peer's first step).
+  sd_gin_signals<<<1, 32>>>(u->dc, u->done, NULL, 0);
+  RT_LAUNCH(ctx);
+  RT_CUDA(ctx, cudaDeviceSynchronize());
+#endif
   return plan(ctx, u, p->rank);
 }
 

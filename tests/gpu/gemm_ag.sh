@@ -1,0 +1,251 @@
+#!/bin/bash
+# tests/gpu/gemm_ag.sh - the GEMM+AllGather workload and the runtime's
+# hardening on ONE H200 (1 rank).  Needs no `cuco` binary: builds with nvcc
+# here.  Writes under $OUT (<= 8 files): results.json, summary.md,
+# build.log, runs.log.  Exit 0 when every expectation held.
+#
+#   OUT=/tmp/out bash tests/gpu/gemm_ag.sh            (from the repo root)
+#   QUICK=1 ...   skip the M=16384 benches
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+W=$(mktemp -d /tmp/cuco-gemm-ag.XXXXXX)
+LOG=$OUT/runs.log
+BLOG=$OUT/build.log
+: >"$LOG"
+: >"$BLOG"
+RES=$W/results.jsonl
+: >"$RES"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+T_START=$(date +%s)
+
+NCCL_HOME=${CUCO_NCCL_HOME:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
+if [ -z "$NCCL_HOME" ] || [ ! -f "$NCCL_HOME/include/nccl.h" ]; then
+  echo "no NCCL 2.28.9 (python package nvidia-nccl-cu13) found" | tee -a "$LOG"
+  exit 2
+fi
+CUDA_LIB=/usr/local/cuda/lib64
+export LD_LIBRARY_PATH=$NCCL_HOME/lib:$CUDA_LIB:${LD_LIBRARY_PATH:-}
+# pip's NCCL ships only libnccl.so.2: give the linker a libnccl.so to find.
+mkdir -p "$W/lib"
+if [ ! -e "$NCCL_HOME/lib/libnccl.so" ]; then
+  ln -sf "$(ls "$NCCL_HOME"/lib/libnccl.so* "$NCCL_HOME"/lib64/libnccl.so* 2>/dev/null | head -1)" "$W/lib/libnccl.so"
+fi
+NV=(nvcc -arch=sm_90 -std=c++17 -O3 -Iruntime -Iworkloads/gemm_allgather -I"$NCCL_HOME/include")
+WL=workloads/gemm_allgather
+
+# ---- build: runtime + reference once, each implementation beside it
+echo "== build $(date -u +%T)" >>"$BLOG"
+pids=()
+for f in runtime/*.cu $WL/reference.cu; do
+  o=$W/$(basename "$f" .cu).o
+  ("${NV[@]}" -c "$f" -o "$o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $f" >>"$BLOG") &
+  pids+=($!)
+done
+build_impl() { # name src defines...
+  local name=$1 src=$2
+  shift 2
+  "${NV[@]}" "$@" -c "$src" -o "$W/impl_$name.o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $name" >>"$BLOG"
+}
+IMPLS=(baseline baseline_overlap seed)
+build_impl baseline $WL/baseline.cu &
+pids+=($!)
+build_impl baseline_overlap $WL/baseline_overlap.cu &
+pids+=($!)
+build_impl seed $WL/seed.cu &
+pids+=($!)
+build_impl seed_global $WL/seed.cu -DCUCO_SYNC=CUCO_SYNC_GLOBAL -DCUCO_PLACEMENT=CUCO_PLACEMENT_DEFERRED -DCUCO_ISSUER=CUCO_ISSUER_WARP &
+pids+=($!)
+build_impl seed_chunk $WL/seed.cu -DCUCO_SYNC=CUCO_SYNC_PER_CHUNK -DCUCO_ISSUER=CUCO_ISSUER_THREAD -DCUCO_CHUNK_BYTES=65536 &
+pids+=($!)
+CHEATS=()
+for c in $WL/cheats/*.cu; do
+  n=cheat_$(basename "$c" .cu)
+  CHEATS+=("$n")
+  build_impl "$n" "$c" &
+  pids+=($!)
+done
+wait "${pids[@]}"
+# The runtime's main and the runtime object files go into one archive-like list.
+RT_OBJS=()
+for f in runtime/*.cu; do RT_OBJS+=("$W/$(basename "$f" .cu).o"); done
+for n in "${IMPLS[@]}" seed_global seed_chunk "${CHEATS[@]}"; do
+  [ -f "$W/impl_$n.o" ] || continue
+  nvcc -arch=sm_90 "${RT_OBJS[@]}" "$W/reference.o" "$W/impl_$n.o" -o "$W/bin_$n" \
+    -L"$W/lib" -L"$NCCL_HOME/lib" -L"$CUDA_LIB" -lnccl -lcublas -lcublasLt \
+    -Xlinker -rpath="$NCCL_HOME/lib" >>"$BLOG" 2>&1 || echo "LINK FAIL $n" >>"$BLOG"
+done
+echo "== built $(ls "$W"/bin_* 2>/dev/null | wc -l) binaries in $(($(date +%s) - T_START)) s" >>"$BLOG"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >>"$BLOG" 2>&1
+python3 - "$W/machine.json" "$NCCL_HOME" <<'PY'
+import json, subprocess, sys
+def sh(c):
+    try: return subprocess.run(c, shell=True, capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception as e: return str(e)
+m = {"gpus": {"count": len(sh("nvidia-smi -L").splitlines()), "list": sh("nvidia-smi -L").splitlines()},
+     "driver": sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1"),
+     "nvcc": sh("nvcc --version | tail -2 | head -1"), "nccl_home": sys.argv[2],
+     "clocks": sh("nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader | head -1"),
+     "topo": sh("nvidia-smi topo -m | head -5")}
+json.dump(m, open(sys.argv[1], "w"))
+PY
+
+# ---- one run: LABEL EXPECT(rc or "any") BIN ARGS...; records a JSON line
+run() {
+  local label=$1 expect=$2 bin=$3
+  shift 3
+  local out=$W/r_$label.json rc t0 t1
+  rm -f "$out"
+  t0=$(date +%s.%N)
+  timeout 120 "$W/bin_$bin" --out "$out" --machine "$W/machine.json" \
+    --workload gemm_allgather --impl "$bin" "$@" >>"$LOG" 2>&1
+  rc=$?
+  t1=$(date +%s.%N)
+  echo "[$label] rc=$rc expect=$expect ($bin $*)" >>"$LOG"
+  python3 - "$label" "$expect" "$rc" "$out" "$bin" "$t0" "$t1" "$*" >>"$RES" <<'PY'
+import json, sys
+label, expect, rc, out, binname, t0, t1, args = sys.argv[1:9]
+try: d = json.load(open(out))
+except Exception as e: d = {"status": "no RESULT.json", "error": str(e)}
+d.pop("machine", None)
+t = d.get("timing") or {}
+t.pop("samples_ms", None)
+rec = {"label": label, "bin": binname, "args": args, "rc": int(rc), "expect": expect,
+       "wall_s": round(float(t1) - float(t0), 2), "status": d.get("status"),
+       "error": d.get("error"), "timing": t or None,
+       "checks": [c for c in (d.get("verify") or {}).get("checks", []) if not c.get("passed")][:6],
+       "n_checks": len((d.get("verify") or {}).get("checks", []))}
+rec["as_expected"] = expect == "any" or str(rec["rc"]) == expect
+print(json.dumps(rec))
+PY
+}
+
+# ---- verify: every honest implementation at the small shapes (+perturb)
+VSIZES=("small_a:M=256,K=512,N=384" "small_b:M=200,K=136,N=120" "small_c:M=72,K=40,N=24" "mid_a:M=1032,K=1000,N=1048")
+for impl in "${IMPLS[@]}"; do
+  for sz in "${VSIZES[@]}"; do
+    run "verify_${impl}_${sz%%:*}" 0 "$impl" --mode verify --perturb --params "${sz#*:}" --size-name "${sz%%:*}" --seed 7
+  done
+done
+for impl in seed_global seed_chunk; do
+  for sz in "${VSIZES[@]:1:2}"; do
+    run "verify_${impl}_${sz%%:*}" 0 "$impl" --mode verify --perturb --params "${sz#*:}" --size-name "${sz%%:*}"
+  done
+done
+
+# ---- cheats: must fail verification (3) naming their mechanism; then the
+# same run with that mechanism switched off shows whether it alone caught it.
+skip_for() {
+  case $1 in
+    cheat_stale_flags | cheat_skip_rank | cheat_partial_write) echo "--skip-check poison" ;;
+    cheat_cached_output) echo "--skip-check fresh-inputs" ;;
+    cheat_row_error) echo "--skip-check local-check" ;;
+    cheat_late_write) echo "--skip-check snapshot" ;;
+    cheat_input_mutation) echo "--skip-check input-hash" ;;
+    cheat_timing_escape) echo "--skip-check snapshot --skip-check host-clock" ;;
+    *) echo "" ;;
+  esac
+}
+for c in "${CHEATS[@]}"; do
+  if [ "$c" = cheat_frozen_edit ]; then  # a tool-side (static) check
+    run "cheat_${c#cheat_}" any "$c" --mode verify --perturb --params M=200,K=136,N=120 --seed 11
+    continue
+  fi
+  run "cheat_${c#cheat_}" 3 "$c" --mode verify --perturb --params M=200,K=136,N=120 --seed 11
+  if [ "$c" = cheat_no_wait ]; then
+    run "cheat_${c#cheat_}_without" any "$c" --mode verify --params M=200,K=136,N=120 --seed 11
+  else
+    # shellcheck disable=SC2046
+    run "cheat_${c#cheat_}_without" any "$c" --mode verify --perturb --params M=200,K=136,N=120 --seed 11 $(skip_for "$c")
+  fi
+done
+# Host clock alone: the escape with the snapshot check off, timed at 4k.
+run cheat_timing_escape_bench_hostclock 3 cheat_timing_escape --mode bench --params M=4096,K=8192,N=28672 --skip-check snapshot --iters 20 --min-time 0.2
+
+# ---- bench: full sizes at 1 rank
+BSIZES=("full_4k:M=4096,K=8192,N=28672" "full_8k:M=8192,K=8192,N=28672")
+[ -z "${QUICK:-}" ] && BSIZES+=("full_16k:M=16384,K=8192,N=28672")
+for sz in "${BSIZES[@]}"; do
+  for impl in "${IMPLS[@]}"; do
+    run "bench_${impl}_${sz%%:*}" 0 "$impl" --mode bench --params "${sz#*:}" --size-name "${sz%%:*}" --warmup 5 --iters 20 --min-time 1.0
+  done
+done
+# Hardening overhead: the same baseline with every check off.
+run "bench_baseline_full_8k_nochecks" 0 baseline --mode bench --params M=8192,K=8192,N=28672 --warmup 5 --iters 20 --min-time 1.0 --skip-check all
+run "bench_baseline_full_8k_again" 0 baseline --mode bench --params M=8192,K=8192,N=28672 --warmup 5 --iters 20 --min-time 1.0
+
+# ---- torch.matmul on the same shapes (outside reference, not part of cuco)
+python3 - "$RES" "${BSIZES[@]}" <<'PY' >>"$LOG" 2>&1
+import json, sys
+res = sys.argv[1]
+try:
+    import torch
+except Exception as e:
+    open(res, "a").write(json.dumps({"label": "torch", "error": str(e)}) + "\n"); sys.exit(0)
+for sz in sys.argv[2:]:
+    name, p = sz.split(":")
+    d = dict(kv.split("=") for kv in p.split(","))
+    M, K, N = int(d["M"]), int(d["K"]), int(d["N"])
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    for _ in range(5): torch.matmul(a, b)
+    ts = []
+    for _ in range(30):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); torch.matmul(a, b); e.record(); torch.cuda.synchronize()
+        ts.append(s.elapsed_time(e))
+    ts.sort()
+    med = ts[len(ts) // 2]
+    open(res, "a").write(json.dumps({"label": "torch_" + name, "median_ms": med,
+        "tflops": 2 * M * K * N / med / 1e9, "torch": torch.__version__}) + "\n")
+PY
+
+# ---- results + summary
+python3 - "$RES" "$OUT" "$W/machine.json" "$(($(date +%s) - T_START))" <<'PY'
+import json, sys
+res, out, mpath, secs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+recs = [json.loads(l) for l in open(res) if l.strip()]
+machine = json.load(open(mpath))
+json.dump({"machine": machine, "seconds": int(secs), "runs": recs}, open(out + "/results.json", "w"), indent=1)
+by = {r["label"]: r for r in recs}
+L = ["# gemm_allgather on one H200 (1 rank)", "", "machine: " + json.dumps(machine.get("gpus", {}).get("list")) +
+     " driver " + str(machine.get("driver")) + ", " + str(machine.get("clocks")), ""]
+L += ["## verify (with --perturb)", "", "| run | rc | status | as expected | first failure |", "|---|---|---|---|---|"]
+for r in recs:
+    if r["label"].startswith(("verify_", "cheat_")):
+        why = (r.get("error") or "")[:150].replace("|", "/")
+        L.append("| %s | %s | %s | %s | %s |" % (r["label"], r["rc"], r.get("status"), "yes" if r["as_expected"] else "**NO**", why))
+L += ["", "## bench (median of the slowest rank, CUDA events)", "",
+      "| size | impl | median ms | p10 | p90 | CI95 | steps | TFLOP/s | host median ms | vs baseline |", "|---|---|---|---|---|---|---|---|---|---|"]
+flops = {"full_4k": 2 * 4096 * 8192 * 28672, "full_8k": 2 * 8192 * 8192 * 28672, "full_16k": 2 * 16384 * 8192 * 28672}
+for size, fl in flops.items():
+    base = (by.get("bench_baseline_" + size) or {}).get("timing") or {}
+    for impl in ("baseline", "baseline_overlap", "seed"):
+        r = by.get("bench_%s_%s" % (impl, size))
+        if not r: continue
+        t = r.get("timing") or {}
+        if not t:
+            L.append("| %s | %s | %s | | | | | | | |" % (size, impl, r.get("status"))); continue
+        ratio = t["median_ms"] / base["median_ms"] if base.get("median_ms") else float("nan")
+        L.append("| %s | %s | %.4f | %.4f | %.4f | %.4f-%.4f | %d | %.0f | %.4f | %.4f |" % (
+            size, impl, t["median_ms"], t["p10_ms"], t["p90_ms"], t["ci95_lo_ms"], t["ci95_hi_ms"], t["steps"],
+            fl / t["median_ms"] / 1e9, t["host_median_ms"], ratio))
+    tr = by.get("torch_" + size)
+    if tr and "median_ms" in tr:
+        L.append("| %s | torch.matmul (outside) | %.4f | | | | 30 | %.0f | | |" % (size, tr["median_ms"], tr["tflops"]))
+a = (by.get("bench_baseline_full_8k_nochecks") or {}).get("timing") or {}
+b = (by.get("bench_baseline_full_8k_again") or {}).get("timing") or {}
+c = (by.get("bench_baseline_full_8k") or {}).get("timing") or {}
+if a and b:
+    L += ["", "hardening overhead (baseline, full_8k): checks off %.4f ms, checks on %.4f / %.4f ms -> %+.2f%%" % (
+        a["median_ms"], c.get("median_ms", float("nan")), b["median_ms"], 100 * (b["median_ms"] / a["median_ms"] - 1))]
+bad = [r["label"] for r in recs if "as_expected" in r and not r["as_expected"]]
+L += ["", "unexpected: " + (", ".join(bad) if bad else "none"), "total %s s" % secs]
+open(out + "/summary.md", "w").write("\n".join(L) + "\n")
+print("\n".join(L))
+sys.exit(1 if bad else 0)
+PY
+rc=$?
+rm -rf "$W"
+exit $rc
