@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +122,12 @@ static int hash_file(XXH64_state_t *st, const char *path, struct err *e)
 
   if (!f)
     return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-  XXH64_update(st, path, strlen(path) + 1);
+  {
+    /* the name, not the folder: a candidate lands in a fresh work dir
+     * each time, and its object must still be found again */
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    XXH64_update(st, base, strlen(base) + 1);
+  }
   while ((r = fread(chunk, 1, sizeof(chunk), f)) > 0)
     XXH64_update(st, chunk, r);
   fclose(f);
@@ -265,42 +271,60 @@ static int run_tool(const struct argv_b *a, double timeout, struct buf *log,
   return rc;
 }
 
-/* Compile one unit into the cache (or find it there). */
-static int compile_unit(const struct build_opts *o, const char *src,
-                        const char *base, XXH64_state_t *common, int is_impl,
-                        char *obj, size_t objn, struct build_result *r,
-                        struct buf *log, struct err *e)
+/* One translation unit: its cache key, and its compile when missing. */
+struct unit {
+  const struct build_opts *o;
+  char src[PATHN];
+  char base[160];
+  int is_impl;
+  char obj[PATHN + 64];
+  int need; /* not in the cache */
+  int rc;
+  struct err err;
+  struct buf log;
+};
+
+/* Fill u->obj from the hash of the unit; u->need when it is not cached. */
+static int unit_key(struct unit *u, XXH64_state_t *common, struct err *e)
 {
-  const struct toolchain *tc = o->tc;
+  const struct build_opts *o = u->o;
   XXH64_state_t *st = XXH64_createState();
-  char archf[96], rti[PATHN], wli[PATHN], nci[PATHN], tmp[PATHN + 32];
-  const char *name = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
-  struct argv_b a = {{0}, 0};
   int rc, i;
 
   if (!st)
     return err_set(e, ERR_NOMEM, "out of memory");
   XXH64_copyState(st, common);
-  if ((rc = hash_file(st, src, e))) {
+  if ((rc = hash_file(st, u->src, e))) {
     XXH64_freeState(st);
     return rc;
   }
-  if (is_impl)
+  if (u->is_impl)
     for (i = 0; i < o->ndflags; i++)
       XXH64_update(st, o->dflags[i], strlen(o->dflags[i]) + 1);
-  snprintf(obj, objn, "%s/%s-%016llx.o", o->cache_dir, base,
+  snprintf(u->obj, sizeof(u->obj), "%s/%s-%016llx.o", o->cache_dir, u->base,
            (unsigned long long)XXH64_digest(st));
   XXH64_freeState(st);
-  if (access(obj, R_OK) == 0) {
-    r->cached++;
-    (void)buf_printf(log, "# %s: cached %s\n", name, obj);
-    return 0;
-  }
+  u->need = access(u->obj, R_OK) != 0;
+  return 0;
+}
+
+/* nvcc -c into a temporary name, renamed into the cache when done (so a
+ * concurrent cuco never sees half an object). */
+static void unit_compile(struct unit *u)
+{
+  const struct build_opts *o = u->o;
+  const struct toolchain *tc = o->tc;
+  char archf[96], rti[PATHN], wli[PATHN], nci[PATHN], tmp[PATHN + 96];
+  const char *name = strrchr(u->src, '/') ? strrchr(u->src, '/') + 1 : u->src;
+  struct argv_b a = {{0}, 0};
+  int i;
+
   snprintf(archf, sizeof(archf), "-arch=%s", tc->arch);
   snprintf(rti, sizeof(rti), "-I%s", o->runtime_dir);
   snprintf(wli, sizeof(wli), "-I%s", o->wl->dir);
   snprintf(nci, sizeof(nci), "-I%s", tc->nccl_include);
-  snprintf(tmp, sizeof(tmp), "%s.tmp%ld", obj, (long)getpid());
+  snprintf(tmp, sizeof(tmp), "%s.tmp%ld.%p", u->obj, (long)getpid(),
+           (void *)u);
   arg(&a, tc->nvcc);
   arg(&a, archf);
   arg(&a, "-std=c++17");
@@ -311,23 +335,58 @@ static int compile_unit(const struct build_opts *o, const char *src,
     arg(&a, nci);
   if (o->vranks > 0)
     arg(&a, "-DCUCO_VRANKS");
-  if (is_impl)
+  if (u->is_impl)
     for (i = 0; i < o->ndflags; i++)
       arg(&a, o->dflags[i]);
   arg(&a, "-c");
-  arg(&a, src);
+  arg(&a, u->src);
   arg(&a, "-o");
   arg(&a, tmp);
-  rc = run_tool(&a, o->timeout_s, log, e);
-  if (rc == 0 && rename(tmp, obj))
-    rc = err_set(e, ERR_IO, "rename %s: %s", tmp, strerror(errno));
-  if (rc)
+  u->rc = run_tool(&a, o->timeout_s, &u->log, &u->err);
+  if (u->rc == 0 && rename(tmp, u->obj))
+    u->rc = err_set(&u->err, ERR_IO, "rename %s: %s", tmp, strerror(errno));
+  if (u->rc)
     unlink(tmp);
-  else
-    r->compiled++;
-  if (rc == ERR_BUILD || rc == ERR_TIMEOUT)
-    err_wrap(e, "%s", name);
-  return rc;
+  if (u->rc == ERR_BUILD || u->rc == ERR_TIMEOUT)
+    err_wrap(&u->err, "%s", name);
+}
+
+struct pool {
+  struct unit *units;
+  int n;
+  int next; /* taken with __atomic_fetch_add */
+};
+
+static void *pool_worker(void *arg)
+{
+  struct pool *p = arg;
+  int i;
+
+  while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_SEQ_CST)) < p->n)
+    if (p->units[i].need)
+      unit_compile(&p->units[i]);
+  return NULL;
+}
+
+/* Compile the missing units, as many at once as there are CPUs. */
+static void compile_missing(struct unit *units, int n)
+{
+  struct pool p = {units, n, 0};
+  pthread_t th[16];
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int need = 0, nt, i, started = 0;
+
+  for (i = 0; i < n; i++)
+    need += units[i].need;
+  nt = need < ncpu ? need : (int)ncpu;
+  if (nt > 16)
+    nt = 16;
+  for (i = 1; i < nt; i++)
+    if (pthread_create(&th[started], NULL, pool_worker, &p) == 0)
+      started++;
+  pool_worker(&p); /* this thread works too */
+  for (i = 0; i < started; i++)
+    pthread_join(th[i], NULL);
 }
 
 static int build_nvcc(const struct build_opts *o, struct build_result *r,
@@ -336,8 +395,8 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   static const char *const cu[] = {".cu", NULL};
   const struct toolchain *tc = o->tc;
   char *units[MAX_UNITS];
-  char objs[MAX_UNITS + 2][PATHN + 64];
-  char src[PATHN], base[160], archf[96], ncl[PATHN], cul[PATHN], rp[PATHN];
+  struct unit *jobs = NULL;
+  char archf[96], ncl[PATHN], cul[PATHN], rp[PATHN];
   char libs[WORKLOAD_MAX_LIBS][80];
   XXH64_state_t *common = NULL;
   struct argv_b a = {{0}, 0};
@@ -369,33 +428,58 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     goto out;
   if ((rc = list_dir(o->runtime_dir, cu, units, MAX_UNITS, &nunits, e)))
     goto out;
-  for (i = 0; i < nunits; i++) {
-    snprintf(src, sizeof(src), "%s/%s", o->runtime_dir, units[i]);
-    snprintf(base, sizeof(base), "rt_%.*s", (int)(strlen(units[i]) - 3),
-             units[i]);
-    if ((rc = compile_unit(o, src, base, common, 0, objs[nobj],
-                           sizeof(objs[0]), r, log, e)))
-      goto out;
-    nobj++;
+  jobs = calloc((size_t)nunits + 2, sizeof(*jobs));
+  if (!jobs) {
+    rc = err_set(e, ERR_NOMEM, "out of memory");
+    goto out;
   }
-  snprintf(src, sizeof(src), "%s/%s", o->wl->dir, o->wl->reference);
-  snprintf(base, sizeof(base), "%s_ref", o->wl->name);
-  if ((rc = compile_unit(o, src, base, common, 0, objs[nobj], sizeof(objs[0]),
-                         r, log, e)))
+  for (i = 0; i < nunits; i++) {
+    snprintf(jobs[i].src, sizeof(jobs[i].src), "%s/%s", o->runtime_dir,
+             units[i]);
+    snprintf(jobs[i].base, sizeof(jobs[i].base), "rt_%.*s",
+             (int)(strlen(units[i]) - 3), units[i]);
+  }
+  snprintf(jobs[nunits].src, sizeof(jobs[0].src), "%s/%s", o->wl->dir,
+           o->wl->reference);
+  snprintf(jobs[nunits].base, sizeof(jobs[0].base), "%s_ref", o->wl->name);
+  snprintf(jobs[nunits + 1].src, sizeof(jobs[0].src), "%s", o->impl_path);
+  snprintf(jobs[nunits + 1].base, sizeof(jobs[0].base), "%s_impl",
+           o->wl->name);
+  jobs[nunits + 1].is_impl = 1;
+  nobj = nunits + 2;
+  for (i = 0; i < nobj; i++) {
+    jobs[i].o = o;
+    buf_init(&jobs[i].log, BUILD_LOG_MAX);
+    if ((rc = unit_key(&jobs[i], common, e)))
+      goto out;
+  }
+  compile_missing(jobs, nobj);
+  for (i = 0; i < nobj; i++) {
+    const char *name = strrchr(jobs[i].src, '/')
+                           ? strrchr(jobs[i].src, '/') + 1
+                           : jobs[i].src;
+    if (!jobs[i].need) {
+      r->cached++;
+      (void)buf_printf(log, "# %s: cached %s\n", name, jobs[i].obj);
+      continue;
+    }
+    (void)buf_puts(log, buf_str(&jobs[i].log));
+    if (jobs[i].rc == 0)
+      r->compiled++;
+    else if (rc == 0) {
+      rc = jobs[i].rc;
+      *e = jobs[i].err;
+    }
+  }
+  if (rc)
     goto out;
-  nobj++;
-  snprintf(base, sizeof(base), "%s_impl", o->wl->name);
-  if ((rc = compile_unit(o, o->impl_path, base, common, 1, objs[nobj],
-                         sizeof(objs[0]), r, log, e)))
-    goto out;
-  nobj++;
   if (o->compile_only)
     goto out;
   snprintf(archf, sizeof(archf), "-arch=%s", tc->arch);
   arg(&a, tc->nvcc);
   arg(&a, archf);
   for (i = 0; i < nobj; i++)
-    arg(&a, objs[i]);
+    arg(&a, jobs[i].obj);
   arg(&a, "-o");
   arg(&a, o->out_bin);
   if (tc->nccl_lib[0]) {
@@ -417,6 +501,9 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   if (rc == ERR_BUILD)
     err_wrap(e, "link");
 out:
+  for (i = 0; jobs && i < nobj; i++)
+    buf_release(&jobs[i].log);
+  free(jobs);
   free_names(units, nunits);
   XXH64_freeState(common);
   return rc;

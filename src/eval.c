@@ -301,6 +301,10 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
 
   snprintf(resp, sizeof(resp), "%s/RESULT.json", x->work_dir);
   snprintf(seed_s, sizeof(seed_s), "%lu", o->seed ? o->seed : 1234UL);
+  args[na++] = "--workload";
+  args[na++] = o->wl->name;
+  args[na++] = "--impl";
+  args[na++] = o->impl_name ? o->impl_name : "candidate.cu";
   args[na++] = "--params";
   args[na++] = s->params;
   if (strcmp(s->name, s->params)) {
@@ -374,9 +378,11 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
       !json_is_true(
           json_object_get(json_object_get(lr.result, "verify"), "passed"))) {
     const char *er = json_string_value(json_object_get(lr.result, "error"));
-    eval_fail(r, o, st, "failed", "size %s: %s%s%s", s->name,
-              er && *er ? er : lr.what, er && *er ? " / " : "",
-              er && *er ? lr.what : "");
+    if (er && *er)
+      eval_fail(r, o, st, "failed", "size %s: %s (rank 0 exit %d)", s->name,
+                er, lr.exit_code);
+    else
+      eval_fail(r, o, st, "failed", "size %s: %s", s->name, lr.what);
     goto fail;
   }
   if (json_is_true(json_object_get(lr.result, "protocol_test")))

@@ -84,8 +84,7 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
               : o->compile_only ? " (compiled)"
                                 : "");
     else
-      fprintf(c->out, "%s: %s at %s: %s", name, r.status,
-              eval_stage_name(r.stage), r.error);
+      fprintf(c->out, "%s: %s: %s", name, r.status, r.error);
     if (r.has_score)
       fprintf(c->out, "; median %.4g ms, noise %.2g ms, score %.4g",
               r.median_ms, r.noise_ms, r.score);

@@ -43,7 +43,7 @@ else not_ok "json results: tuned ikj beats the ijk seed by > 2x" "$(cat "$TMP/se
 # static rejections: frozen text, params, forbidden calls
 sed 's|  reps = strcmp(mode, "bench") ? 1 : 3;|  reps = 1;|' "$WL/seed.c" >"$TMP/frozen.c"
 expect_rc "frozen-text edit rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/frozen.c"
-expect_grep "frozen edit names stage and line" "$TMP/out" "frozen.c: rejected at static: static: frozen text differs from the seed at line [0-9]+: '  reps = 1;'"
+expect_grep "frozen edit names stage and line" "$TMP/out" "frozen.c: rejected: static: frozen text differs from the seed at line [0-9]+: '  reps = 1;'"
 tune kij 64 2 >"$TMP/badparam.c"
 expect_rc "bad param rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/badparam.c"
 expect_grep "bad param quoted" "$TMP/out" "param 'order=kij' is not one of"
@@ -55,14 +55,14 @@ expect_no_grep "rejected before any build" "$TMP/out" "^  build"
 # build, verify and hang failures
 sed 's|^  int i0, k0, i, j, k;|  int i0, k0, i, j, k = nosuchvar;|' "$WL/seed.c" >"$TMP/broken.c"
 expect_rc "compile error fails at build" 1 "$CUCO" eval "$WL" --candidate "$TMP/broken.c" --out "$TMP/broken"
-expect_grep "build failure named" "$TMP/out" "broken.c: failed at build: build: exit 1: .*nosuchvar"
+expect_grep "build failure named" "$TMP/out" "broken.c: failed: build: exit 1: .*nosuchvar"
 expect_grep "build log kept" "$TMP/broken/broken/build.log" "nosuchvar"
 sed 's|^      for (i = i0; i < i1; i++)$|      for (i = i0; i < i1 - 1; i++)|' "$WL/seed.c" >"$TMP/wrong.c"
 expect_rc "wrong output fails at verify" 1 "$CUCO" eval "$WL" --candidate "$TMP/wrong.c"
-expect_grep "verify failure named" "$TMP/out" "failed at verify: verify: size small_a: "
+expect_grep "verify failure named" "$TMP/out" "failed: verify: size small_a: "
 sed 's|^  for (i = 0; i < M \* N; i++)$|  for (;;) i++;\n  for (i = 0; i < M * N; i++)|' "$WL/seed.c" >"$TMP/hang.c"
 expect_rc "a hang fails at verify" 1 "$CUCO" eval "$WL" --candidate "$TMP/hang.c" --timeout 1
-expect_grep "hang named" "$TMP/out" "failed at verify: verify: size small_a: hang: timed out"
+expect_grep "hang named" "$TMP/out" "failed: verify: size small_a: hang: timed out"
 
 # sizes and usage
 expect_rc "explicit shape" 0 "$CUCO" eval "$WL" --sizes M=7,K=5,N=3,small_b --no-bench --json

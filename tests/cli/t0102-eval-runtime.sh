@@ -25,7 +25,7 @@ expect_rc "bad directive rejected" 1 "$CUCO" eval "$WL" --compile-only --candida
 expect_grep "bad directive quoted" "$TMP/out" "'issuer=block' is not allowed by tiny"
 sed 's|  long i = 0, n = p->n;|  long i = 0, n = p->n; undeclared_fn();|' "$WL/seed.cu" >"$TMP/nobuild.cu"
 expect_rc "nvcc error fails at build" 1 "$CUCO" eval "$WL" --compile-only --candidate "$TMP/nobuild.cu"
-expect_grep "nvcc error named" "$TMP/out" "failed at build: build: nobuild.cu: exit [0-9]+: .*undeclared_fn"
+expect_grep "nvcc error named" "$TMP/out" "failed: build: nobuild.cu: exit [0-9]+: .*undeclared_fn"
 
 if ! python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["nccl"]["library_dir"]' "$TMP/m.json" 2>/dev/null; then
   ok "# SKIP no NCCL library to link against"
@@ -42,7 +42,7 @@ assert r["median_ms"] > 0 and r["score"] > 0
 assert r["directives"]["chunk_bytes"] == 65536
 assert set(r["metrics"]["verify"]) == {"small", "odd"}
 assert r["metrics"]["bench"]["full"]["timing"]["steps"] == 20
-assert res["nranks"] == 2 and res["mode"] == "bench"
+assert res["nranks"] == 2 and res["mode"] == "bench" and res["impl"] == "seed.cu"
 assert "gpus" in m
 PY
 then ok "result json: stages, metrics per size, machine written"

@@ -1,0 +1,34 @@
+#!/bin/bash
+# cuco eval on workloads/gemm_allgather without a GPU: static checks of the
+# baselines, seed and cheat suite, and a compile-only build of the seed
+# (objects cached in the default cache, so later runs compile little).
+. "$(dirname "$0")/lib.sh"
+WL=$ROOT/workloads/gemm_allgather
+if [ ! -f "$WL/workload.ini" ]; then
+  ok "# SKIP workloads/gemm_allgather is not in this tree"
+  done_testing; exit 0
+fi
+expect_rc "static: baselines and seed" 0 "$CUCO" eval "$WL" --impl all --static-only
+expect_grep "seed directives valid" "$TMP/out" "seed.cu: ok \(static checks\)"
+expect_grep "seed directive flags" "$TMP/out" "CUCO_BACKEND=CUCO_BACKEND_LSA .*CUCO_PARAM_comm_ctas="
+expect_rc "static: cheat suite" 0 "$CUCO" eval "$WL" --cheats --static-only
+expect_grep "frozen-text cheat rejected at static" "$TMP/out" "frozen_edit.cu: rejected at static as expected \(static: frozen text differs from the seed at line [0-9]+"
+expect_no_grep "no cheat slips through static wrongly" "$TMP/out" "NOT caught"
+n=$(ls "$WL"/cheats/*.cu | wc -l)
+expect_grep "every cheat counted" "$TMP/out" "cheats: $n of $n caught as expected"
+# a candidate that calls a host collective inside the block
+sed '0,/^\/\/ CUCO-PARAM comm_ctas=.*/s//&\nstatic void hc(void) { ncclAllGather(0, 0, 0, ncclBfloat16, 0, 0); }/' "$WL/seed.cu" >"$TMP/hc.cu"
+expect_rc "host collective rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/hc.cu" --static-only
+expect_grep "host collective named" "$TMP/out" "forbidden use of 'ncclAllGather' \(host collective"
+sed 's/^\(\/\/ CUCO-DIRECTIVES .*\)chunk=[0-9A-Za-z]*/\1chunk=3MiB/' "$WL/seed.cu" >"$TMP/chunk.cu"
+expect_rc "bad chunk rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/chunk.cu" --static-only
+expect_grep "bad chunk quoted" "$TMP/out" "'chunk=3MiB' is not a power of two"
+
+if ! "$CUCO" doctor --json -o "$TMP/m.json" >/dev/null 2>&1 ||
+   ! python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["cuda"]["nvcc"] and d["nccl"]["include_dir"]' "$TMP/m.json" 2>/dev/null; then
+  ok "# SKIP no nvcc or NCCL headers: no compile-only build"
+  done_testing; exit 0
+fi
+expect_rc "compile-only: seed" 0 "$CUCO" eval "$WL" --compile-only --build-timeout 900
+expect_grep "seed compiled" "$TMP/out" "seed.cu: ok \(compiled\)"
+done_testing
