@@ -345,6 +345,9 @@ static int load_run(struct evolve *s, struct err *e)
     }
     if (unfinished && p->id != s->seed_id)
       s->queue[s->nqueue++] = p->id;
+    else if (!unfinished &&
+             strcmp(p->edit_kind ? p->edit_kind : "", "migrate"))
+      s->count++; /* progress lines go on counting */
     if (!search_add(s, p)) {
       db_programs_free(arr, n);
       return err_set(e, ERR_NOMEM, "out of memory");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "patch.h"
 #include "workload.h"
 
 #define PROMPT_MAX      (256 * 1024)
@@ -169,15 +170,34 @@ static const char *const variants[PROMPT_VARIANTS] = {
     "directives and params, and pick good values.",
 };
 
+/* with_code: 0 none, 1 the whole program, 2 only its EVOLVE blocks (the
+ * frozen text is the parent's, no need to pay for it twice). */
 static void put_program(struct buf *b, const char *title,
                         const struct prompt_program *p, int with_code)
 {
+  struct patch_block bl[64];
+  int n, i;
+
   buf_printf(b, "## %s (program %lld", title, p->id);
   if (p->has_score)
     buf_printf(b, ", %.4g ms, %.3gx the baseline", p->median_ms, p->speedup);
   buf_printf(b, ")\ndirectives: %s\n", p->directives ? p->directives : "{}");
-  if (with_code && p->code)
+  if (!with_code || !p->code) {
+    buf_putc(b, '\n');
+    return;
+  }
+  n = with_code == 2 ? patch_blocks(p->code, bl, 64, NULL) : 0;
+  if (n <= 0) {
     buf_printf(b, "```\n%s```\n\n", p->code);
+    return;
+  }
+  buf_puts(b, "```\n");
+  for (i = 0; i < n; i++) {
+    buf_puts(b, PATCH_BLOCK_START "\n");
+    buf_append(b, p->code + bl[i].start, bl[i].end - bl[i].start);
+    buf_puts(b, PATCH_BLOCK_END "\n");
+  }
+  buf_puts(b, "```\n\n");
 }
 
 char *prompt_user(const struct prompt_ctx *c)
@@ -215,12 +235,18 @@ char *prompt_user(const struct prompt_ctx *c)
     buf_putc(&b, '\n');
   }
   for (i = 0; i < c->ninsp; i++)
-    put_program(&b, i ? "Another good program" : "Inspiration", &c->insp[i],
-                i == 0);
+    put_program(&b,
+                i ? "Another good program"
+                  : "Inspiration (its EVOLVE blocks; the rest is as in the "
+                    "parent)",
+                &c->insp[i], i == 0 ? 2 : 0);
   if (c->parent)
     put_program(&b, "Parent: the program to improve", c->parent, 1);
   if (c->edit == PROMPT_CROSS && c->parent2) {
-    put_program(&b, "Second parent", c->parent2, 1);
+    put_program(&b,
+                "Second parent (its EVOLVE blocks; the rest is as in the "
+                "first)",
+                c->parent2, 2);
     buf_puts(&b, "# Task\nCombine the strengths of the two parents into one "
                  "program; answer with the full new block contents.\n");
   } else if (c->edit == PROMPT_FULL) {

@@ -219,7 +219,7 @@ void search_progress(struct evolve *s, const struct member *m,
              m->p.speedup > 0 ? m->p.speedup : 0);
   else
     snprintf(res, sizeof(res), "%s", m->p.status ? m->p.status : "?");
-  if (left < 0)
+  if (s->deadline <= 0)
     snprintf(tl, sizeof(tl), "no limit");
   else
     snprintf(tl, sizeof(tl), "%.0fs left", left > 0 ? left : 0);

@@ -9,8 +9,10 @@
 #   holding the .so files `ldd ./cuco` misses there):
 #     RANKS=1 tests/gpu/evolve.sh
 # Each call stops handing out candidates after TIME_LIMIT seconds (default
-# 420) so it fits one device call; calling it again on the same machine
-# resumes the run in out/gpu-evolve (the folder survives between calls).
+# 300, inside run-all.sh's 400 s per script; the candidate in flight then
+# finishes) so it fits one device call; calling it again on the same warm
+# machine resumes the run in out/gpu-evolve-rN (kept between calls) until
+# all 21 candidates are done.  Needs python3 (for the database copy).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT" || exit 2
@@ -32,12 +34,17 @@ RESUME=()
   echo "# cuco evolve on $(hostname), $(date -u +%FT%TZ), ranks=$RANKS ${RESUME[*]}"
   ./cuco evolve workloads/gemm_allgather --llm none --ranks "$RANKS" \
     --generations "${GENERATIONS:-5}" --islands 4 --seed 1 \
-    --time-limit "${TIME_LIMIT:-420}" --out "$RUN" "${RESUME[@]}"
+    --time-limit "${TIME_LIMIT:-300}" --out "$RUN" "${RESUME[@]}"
   echo "# exit $?"
-  echo "# rows: $(sqlite3 "$RUN/run.db" "select status, count(*) from programs where edit_kind <> 'migrate' group by status" 2>/dev/null | tr '\n' ' ')"
+  python3 - "$RUN/run.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("select status, count(*) from programs where edit_kind <> 'migrate' group by status").fetchall()
+print("# candidate rows by status:", ", ".join("%s %d" % r for r in rows))
+PY
 } >"$log" 2>&1
 status=$(sed -n 's/^# exit //p' "$log")
-[ -f "$RUN/run.db" ] && sqlite3 "$RUN/run.db" ".backup '$OUT/evolve-run.db'" 2>/dev/null
+[ -f "$RUN/run.db" ] && python3 -c 'import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d); d.close()' "$RUN/run.db" "$OUT/evolve-run.db"
 [ -f "$RUN/best.cu" ] && cp "$RUN/best.cu" "$OUT/evolve-best.cu"
 cat "$log"
 exit "${status:-1}"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "candidate.h"
 #include "db.h"
 #include "directive.h"
 #include "meta.h"
@@ -191,6 +192,66 @@ static void test_meta_stats(void **state)
   free(t);
 }
 
+static char *slurp(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  char *b;
+  long n;
+
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  b = calloc(1, (size_t)n + 1);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  return b;
+}
+
+/* The GPU workload's tuner candidates pass the cascade's static checks
+ * (frozen text, directives valid for its space), so a GPU run spends its
+ * time on builds and benchmarks, not on rejected proposals. */
+static void test_gemm_candidates_are_valid(void **state)
+{
+  struct workload w;
+  struct directive_set d, next, chk;
+  struct select_rng r;
+  struct err e = {0, ""};
+  char what[256], *seed, *code;
+  int i;
+  (void)state;
+  if (workload_load("workloads/gemm_allgather", &w, &e)) {
+    skip(); /* not merged into this tree */
+    return;
+  }
+  seed = slurp("workloads/gemm_allgather/seed.cu");
+  assert_non_null(seed);
+  assert_int_equal(directive_parse(seed, &d, &e), 0);
+  assert_int_equal(directive_validate(&d, &w, &e), 0);
+  assert_true(tuner_space_size(&w) > 1000);
+  select_rng_seed(&r, 11);
+  for (i = 0; i < 40; i++) {
+    assert_int_equal(tuner_propose(&w, &d, i % 2, &r, NULL, NULL, &next, what,
+                                   sizeof(what)),
+                     0);
+    code = directive_apply(seed, &next, &e);
+    assert_non_null(code);
+    if (candidate_check(seed, code, 1, &e))
+      fail_msg("candidate %d (%s): %s", i, what, e.msg);
+    assert_int_equal(directive_parse(code, &chk, &e), 0);
+    if (directive_validate(&chk, &w, &e))
+      fail_msg("candidate %d (%s): %s", i, what, e.msg);
+    assert_true(chk.chunk_bytes == next.chunk_bytes);
+    free(code);
+    d = next;
+  }
+  free(seed);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -198,6 +259,7 @@ int main(void)
       cmocka_unit_test(test_coordinate_move),
       cmocka_unit_test(test_never_seen_and_exhaustion),
       cmocka_unit_test(test_meta_stats),
+      cmocka_unit_test(test_gemm_candidates_are_valid),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
