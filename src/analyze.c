@@ -556,11 +556,57 @@ static int do_external(struct ctx *c, size_t t, int func)
   return 0;
 }
 
+#define MAX_ALIASES 64
+
+/* Host-side pointer aliases of a body: "T *q = (T *)p + off;" makes q
+ * stand for p's buffer.  Keys of the body's ops are rewritten to the root
+ * buffer so that "piece" and "u->Ag" meet in the dataflow. */
+static void resolve_aliases(struct ctx *c, size_t open, size_t first_op)
+{
+  const struct cutok_list *l = c->l;
+  size_t close = (size_t)l->v[open].match, i, o;
+  char names[MAX_ALIASES][64], keys[MAX_ALIASES][ANALYZE_TEXT];
+  int n = 0, k, m, hop;
+
+  for (i = open + 1; i + 1 < close && n < MAX_ALIASES; i++) {
+    size_t e;
+    if (!(tok_is(l, i, "=") && tok_ident(l, i - 1) && tok_is(l, i - 2, "*")))
+      continue;
+    for (e = i + 1; e < close && !tok_is(l, e, ";") && !tok_is(l, e, ",");)
+      e = l->v[e].match > (long)e ? (size_t)l->v[e].match + 1 : e + 1;
+    buffer_key(l, i + 1, e, keys[n], ANALYZE_TEXT);
+    cutok_text(l, i - 1, names[n], 64);
+    if (keys[n][0] && strcmp(keys[n], names[n]))
+      n++;
+  }
+  for (o = first_op; o < c->r->nops; o++) {
+    struct analyze_op *op = &c->r->ops[o];
+    for (m = 0; m < op->nreads + op->nwrites; m++) {
+      char *key = m < op->nreads ? op->reads[m] : op->writes[m - op->nreads];
+      for (hop = 0; hop < 4; hop++)
+        for (k = n - 1; k >= 0; k--)
+          if (!strcmp(key, names[k])) {
+            snprintf(key, ANALYZE_TEXT, "%s", keys[k]);
+            break;
+          }
+    }
+  }
+}
+
+/* Device API names that are types or tags, not calls worth reporting. */
+static int device_noise(const char *name)
+{
+  return !strncmp(name, "ncclCoop", 8) || !strncmp(name, "ncclTeamTag", 11) ||
+         !strcmp(name, "ncclTeamWorld") || !strcmp(name, "ncclTeamLsa") ||
+         !strcmp(name, "ncclTeamRail") || !strncmp(name, "ncclGin_", 8);
+}
+
 static int scan_body(struct ctx *c, size_t open, int func)
 {
   const struct cutok_list *l = c->l;
-  size_t close = (size_t)l->v[open].match, i;
-  int rc = 0;
+  size_t close = (size_t)l->v[open].match, i, first_op = c->r->nops;
+  int rc = 0,
+      device = c->r->funcs[func].is_kernel || c->r->funcs[func].is_device;
   char name[64];
 
   c->group_depth = 0;
@@ -574,7 +620,17 @@ static int scan_body(struct ctx *c, size_t open, int func)
     if (i > 0 && (tok_is(l, i - 1, ".") || tok_is(l, i - 1, "->")))
       continue; /* a method, not an API call */
     cutok_text(l, i, name, sizeof(name));
-    if (!strncmp(name, "nccl", 4)) {
+    if (!strncmp(name, "nccl", 4) && device) {
+      if (!device_noise(name)) { /* device API use, for the record */
+        struct analyze_op *op = new_op(c, ANALYZE_NCCL, i, func);
+        size_t st[ANALYZE_MAX_ARGS], en[ANALYZE_MAX_ARGS];
+        if (!op)
+          return c->e->code;
+        snprintf(op->category, sizeof(op->category), "device");
+        op->group = 0;
+        fill_args(c, op, i + 1, st, en);
+      }
+    } else if (!strncmp(name, "nccl", 4)) {
       rc = do_nccl(c, i, open, func);
     } else if (!strncmp(name, "cublas", 6)) {
       rc = do_blas(c, i, open, func);
@@ -597,6 +653,8 @@ static int scan_body(struct ctx *c, size_t open, int func)
       }
     }
   }
+  if (!rc)
+    resolve_aliases(c, open, first_op);
   return rc;
 }
 
@@ -728,7 +786,7 @@ static int function_head(const struct cutok_list *l, size_t b,
   static const char *const quals[] = {"const", "noexcept", "override",
                                       "final", "volatile", "mutable"};
   size_t p = b, open, name, k, st[ANALYZE_MAX_ARGS], en[ANALYZE_MAX_ARGS];
-  int n, q;
+  int n, q, host;
 
   while (p > 0) {
     for (q = 0, k = 0; k < sizeof(quals) / sizeof(quals[0]); k++)
@@ -757,6 +815,7 @@ static int function_head(const struct cutok_list *l, size_t b,
   f->col = l->v[name].col;
   f->end_line = l->v[l->v[b].match].line;
   f->start_line = f->line;
+  host = 0;
   for (k = name; k-- > 0;) {
     if (tok_is(l, k, ";") || tok_is(l, k, "}") || tok_is(l, k, "{") ||
         l->v[k].kind == CUTOK_PP)
@@ -764,7 +823,13 @@ static int function_head(const struct cutok_list *l, size_t b,
     f->start_line = l->v[k].line;
     if (tok_is(l, k, "__global__"))
       f->is_kernel = 1;
+    if (tok_is(l, k, "__device__"))
+      f->is_device = 1;
+    if (tok_is(l, k, "__host__"))
+      host = 1;
   }
+  if (host)
+    f->is_device = 0; /* __host__ __device__: host calls count */
   n = split_args(l, open, st, en, ANALYZE_MAX_ARGS);
   for (q = 0; q < n; q++) {
     size_t j, last = 0;

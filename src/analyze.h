@@ -38,7 +38,8 @@ struct analyze_op {
   enum analyze_kind kind;
   char name[64];     /* callee: "ncclAllGather", kernel name, ... */
   char category[16]; /* nccl: collective|p2p|group|init|window|memory|
-                        devcomm|teardown|query|other; else the kind */
+                        devcomm|teardown|query|other, device (device API
+                        inside a kernel); else the kind */
   int func;          /* index into functions */
   int line, col;
   char via[64]; /* enclosing macro, e.g. "NCCLCHECK", or "" */
@@ -62,6 +63,7 @@ struct analyze_func {
   int line, col, end_line;
   int start_line; /* first line of the definition (template, qualifiers) */
   int is_kernel;  /* __global__ */
+  int is_device;  /* __device__ (not __host__): NCCL calls are device API */
   int nparams;
   char params[ANALYZE_MAX_ARGS][64];
   int param_written[ANALYZE_MAX_ARGS]; /* kernels: stored through */

@@ -32,7 +32,6 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_evolve(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_report(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_serve(struct cmd_ctx *ctx, int argc, char **argv);
-
 int cmd_transform(struct cmd_ctx *ctx, int argc, char **argv);
 
 /* Print the running command's usage: to stdout for --help (returns

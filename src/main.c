@@ -42,7 +42,7 @@ static const struct cmd commands[] = {
      "turn a host-driven baseline into a device-initiated seed (LLM)",
      "usage: cuco transform WORKLOAD [--llm NAME] [--max-iters N]\n"
      "                      [--out FILE] [--work DIR] [--ranks N]\n"
-     "                      [--budget USD] [--compile-only]\n"
+     "                      [--budget USD] [--compile-only] [--db FILE]\n"
      "\n"
      "An LLM loop in two stages: (1) communication infrastructure\n"
      "(symmetric windows, device communicator, barriers), (2) every host\n"
@@ -63,7 +63,9 @@ static const struct cmd commands[] = {
      "                  (default WORKLOAD/transform)\n"
      "  --ranks N       ranks for verification (default: the smallest)\n"
      "  --budget USD    LLM budget (default [transform] budget_usd)\n"
-     "  --compile-only  never run candidates, even with a GPU\n"},
+     "  --compile-only  never run candidates, even with a GPU\n"
+     "  --db FILE       also record a run and every LLM call (llm_calls)\n"
+     "                  in this run database\n"},
     {"init", cmd_init, "scaffold a workload folder",
      "usage: cuco init DIR [--from FILE.cu] [--name NAME] [--force]\n"
      "\n"

@@ -17,6 +17,7 @@
 #include "candidate.h"
 #include "cmd.h"
 #include "config.h"
+#include "db.h"
 #include "directive.h"
 #include "doctor.h"
 #include "eval.h"
@@ -43,6 +44,8 @@ struct tstate {
   int seq;           /* file counter in the work folder */
   struct buf system; /* the system prompt */
   char *analysis;    /* analyze text of the baseline */
+  struct db *db;     /* --db: run row and llm_calls, else NULL */
+  int64_t run_id;
 };
 
 static int write_text(const char *dir, const char *name, const char *text,
@@ -84,6 +87,8 @@ static long long record_call(void *ud, const struct llm_record *rec)
       (double)time(NULL));
   char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
+  long long id = 0;
+
   snprintf(p, sizeof(p), "%s/llm_calls.jsonl", t->work);
   f = fopen(p, "a");
   if (f && s)
@@ -92,7 +97,57 @@ static long long record_call(void *ud, const struct llm_record *rec)
     fclose(f);
   free(s);
   json_decref(j);
-  return 0;
+  if (t->db) {
+    struct db_llm_call c;
+    struct err e;
+    memset(&c, 0, sizeof(c));
+    c.run_id = t->run_id;
+    c.provider = rec->provider;
+    c.model = rec->model;
+    c.purpose = rec->purpose;
+    c.prompt = rec->prompt;
+    c.response = rec->response;
+    c.tokens_in = rec->tokens_in;
+    c.tokens_out = rec->tokens_out;
+    c.cost_usd = rec->cost_usd;
+    c.latency_s = rec->latency_s;
+    c.outcome = rec->outcome;
+    c.error = rec->error;
+    if (db_llm_call_insert(t->db, &c, &e) == 0) {
+      id = c.id;
+      if (db_run_add_spent(t->db, t->run_id, rec->cost_usd, &e))
+        log_warn("transform: database: %s", e.msg);
+    } else {
+      log_warn("transform: database: %s", e.msg);
+    }
+  }
+  return id;
+}
+
+/* --db: open the database and create the run row. */
+static int open_db(struct tstate *t, struct err *e)
+{
+  struct db_run run;
+  char cfgjson[256];
+  char *mj;
+  int rc;
+
+  if ((rc = db_open(t->o->db_path, 0, &t->db, e)) != 0)
+    return rc;
+  memset(&run, 0, sizeof(run));
+  snprintf(cfgjson, sizeof(cfgjson), "{\"command\": \"transform\"}");
+  mj = json_dumps(t->machine, JSON_COMPACT | JSON_SORT_KEYS);
+  /* db_run holds non-const strings; they are only read */
+  run.workload = (char *)t->wl.name;
+  run.workload_dir = (char *)t->wl.dir;
+  run.config_json = cfgjson;
+  run.machine_json = mj;
+  run.llm = (char *)t->model->name;
+  run.budget_usd = llm_pool_budget(t->pool);
+  rc = db_run_create(t->db, &run, e);
+  free(mj);
+  t->run_id = run.id;
+  return rc;
 }
 
 /* One LLM call; prompt and answer go to NN-TAG-prompt.md/-response.md. */
@@ -425,6 +480,8 @@ static int setup(struct tstate *t, const struct config *cfg,
   if (budget > 0)
     llm_pool_set_budget(t->pool, budget);
   llm_pool_set_recorder(t->pool, record_call, t);
+  if (t->o->db_path && (rc = open_db(t, e)) != 0)
+    return rc;
   if (t->o->work_dir)
     snprintf(t->work, sizeof(t->work), "%s", t->o->work_dir);
   else
@@ -623,6 +680,13 @@ out:
       json_decref(j);
     }
   }
+  if (t.db) {
+    struct err e2;
+    if (db_run_set_status(t.db, t.run_id, r->ok ? "done" : "interrupted", 1,
+                          &e2))
+      log_warn("transform: database: %s", e2.msg);
+    db_close(t.db);
+  }
   free(current);
   free(failed);
   free(diag);
@@ -644,6 +708,7 @@ int cmd_transform(struct cmd_ctx *ctx, int argc, char **argv)
       {"ranks", required_argument, NULL, 'r'},
       {"budget", required_argument, NULL, 'b'},
       {"compile-only", no_argument, NULL, 'c'},
+      {"db", required_argument, NULL, 'd'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   struct transform_opts o;
@@ -680,6 +745,9 @@ int cmd_transform(struct cmd_ctx *ctx, int argc, char **argv)
       break;
     case 'c':
       o.compile_only = 1;
+      break;
+    case 'd':
+      o.db_path = optarg;
       break;
     case 'h':
       return cmd_usage(ctx, 1);

@@ -34,6 +34,8 @@ struct transform_opts {
   int ranks;                /* verification ranks; 0 = smallest allowed */
   int compile_only;         /* never run, even with a GPU */
   double budget_usd;        /* <= 0: [transform] budget_usd / the pool's */
+  const char *db_path;      /* run database: a run row + every LLM call in
+                               llm_calls; NULL = files only */
 };
 
 struct transform_result {

@@ -32,13 +32,26 @@ expect_rc "missing workload is an error" 1 "$CUCO" transform "$TMP/none"
 
 # --- an LLM that never answers with code: stops, keeps everything
 start_fake "$ROOT/tests/data/transform/nocode"
-expect_rc "no code block: no seed" 1 "$CUCO" transform "$W" --max-iters 1 --work "$TMP/nc"
+expect_rc "no code block: no seed" 1 "$CUCO" transform "$W" --max-iters 1 --work "$TMP/nc" --db "$TMP/run.db"
 stop_fake
 expect_grep "reason names the stage" "$TMP/err" "stage 1 did not pass in 1 iterations; last: the answer holds no complete"
 expect_grep "judge saw the failure" "$TMP/nc/02-judge-prompt.md" "no complete \`\`\` code block"
+if python3 - "$TMP/run.db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+runs = c.execute("select id, workload, status, spent_usd from runs").fetchall()
+assert len(runs) == 1 and runs[0][1] == "gemm_allgather" and runs[0][2] == "interrupted", runs
+calls = c.execute("select run_id, purpose, outcome, length(prompt) > 100, response from llm_calls order by id").fetchall()
+assert [x[1] for x in calls] == ["transform", "judge"], calls
+assert all(x[0] == runs[0][0] and x[2] == "ok" and x[3] for x in calls), calls
+assert "no fenced code block" in calls[1][4]
+assert runs[0][3] > 0
+PY
+then ok "--db: run row and every llm call"
+else not_ok "--db: run row and every llm call" "see above"; fi
 if cmp -s "$W/seed.cu" "$ROOT/workloads/gemm_allgather/seed.cu"; then ok "the workload's seed is untouched"; else not_ok "the workload's seed is untouched" "changed"; fi
 
-if ! command -v nvcc >/dev/null; then
+if [ -n "${QUICK:-}" ] || ! command -v nvcc >/dev/null; then
   ok "# SKIP recorded transformation (no nvcc)"
   done_testing; exit
 fi

@@ -196,6 +196,49 @@ static void test_multi(void **state)
   analyze_report_free(r);
 }
 
+/* The workloads' own baselines and seed (runtime's gemm_allgather). */
+static void test_workload_baselines(void **state)
+{
+  struct analyze_report *r = load("workloads/gemm_allgather/baseline.cu");
+  const struct analyze_op *o;
+  size_t i;
+  int device = 0;
+  (void)state;
+  assert_int_equal(analyze_host_comm_count(r), 1);
+  o = op_named(r, "ncclAllGather", 0);
+  assert_string_equal(o->reads[0], "u->A");
+  assert_string_equal(o->writes[0], "u->Ag");
+  assert_string_equal(o->comm, "rt_comm(ctx)");
+  assert_string_equal(o->stream, "st");
+  assert_string_equal(o->via, "RT_NCCL");
+  assert_int_equal(o->group, 0);
+  assert_true(has_flow(r, "u->Ag", "ncclAllGather", "wl_gemm_run"));
+  analyze_report_free(r);
+
+  /* chunked all-gathers on a side stream; GEMMs read through aliases */
+  r = load("workloads/gemm_allgather/baseline_overlap.cu");
+  assert_int_equal(analyze_host_comm_count(r), 1);
+  o = op_named(r, "ncclAllGather", 0);
+  assert_string_equal(o->stream, "u->comm");
+  assert_string_equal(o->writes[0], "u->Ag"); /* "Ag + off", Ag = u->Ag */
+  assert_int_equal(count_named(r, "cudaStreamWaitEvent"), 3);
+  assert_true(has_flow(r, "u->Ag", "ncclAllGather", "wl_gemm_run"));
+  analyze_report_free(r);
+
+  /* the device-initiated seed: no host collective, device API in kernels */
+  r = load("workloads/gemm_allgather/seed.cu");
+  assert_int_equal(analyze_host_comm_count(r), 0);
+  for (i = 0; i < r->nops; i++)
+    if (!strcmp(r->ops[i].category, "device")) {
+      device++;
+      assert_true(r->funcs[r->ops[i].func].is_kernel ||
+                  r->funcs[r->ops[i].func].is_device);
+    }
+  assert_true(device > 0);
+  assert_int_equal(count_named(r, "ncclCoopCta"), 0); /* tags are noise */
+  analyze_report_free(r);
+}
+
 static void test_parse_error_named(void **state)
 {
   struct err e = {0, ""};
@@ -214,6 +257,7 @@ int main(void)
       cmocka_unit_test(test_lexer_errors),
       cmocka_unit_test(test_tricky),
       cmocka_unit_test(test_multi),
+      cmocka_unit_test(test_workload_baselines),
       cmocka_unit_test(test_parse_error_named),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
