@@ -24,8 +24,9 @@ for path in sorted(glob.glob(os.path.join(root, "*.json"))):
     if rows:
         keys = list(rows[0].keys())
         lines += ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        fmt = lambda v: ("%.4g" % v) if isinstance(v, float) else str(v)
         for r in rows:
-            lines.append("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+            lines.append("| " + " | ".join(fmt(r.get(k, "")) for k in keys) + " |")
         lines.append("")
     for note in d.get("notes", []):
         lines += ["- " + note]
