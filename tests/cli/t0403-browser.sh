@@ -34,7 +34,9 @@ run_part() {
 }
 
 mkdir -p "$TMP/live"
-( "$CUCO" evolve "$ROOT/examples/cpu_matmul" --llm none --generations 3 \
+# Long enough (about 25 candidates) that the page is up before it ends,
+# even on a loaded machine (with 3 generations it once finished first).
+( "$CUCO" evolve "$ROOT/examples/cpu_matmul" --llm none --generations 10 \
     --islands 2 --out "$TMP/live" >"$TMP/live.log" 2>&1
   echo $? >"$TMP/live.rc"; touch "$TMP/live.done" ) &
 for _ in $(seq 100); do
