@@ -386,6 +386,10 @@ static int vr_boot(struct vr_run *v) {
   }
   int dev = o->prob.local_rank % ndev;
   CUDA_CHECK(cudaSetDevice(dev));
+  if (vnccl_check_eager(err, sizeof err) != 0) {
+    rt_errorf("%s", err);
+    return -1;
+  }
   if (vnccl_world_create(v->R, 0, &g_vr.world, err, sizeof err) != 0) {
     rt_errorf("%s", err);
     return -1;
