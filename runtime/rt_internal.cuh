@@ -112,6 +112,7 @@ struct rt_opts {
   struct wl_problem prob;
   int mode, warmup, iters, perturb, vranks, skip;
   double min_time, tol, local_tol;
+  double pace_ms;  // bench: a step starts >= pace_ms after the last one started
   const char *out, *machine, *id_file, *impl, *workload;
   char params_text[512];
 };

@@ -299,12 +299,27 @@ static int run_verify(struct rt_run *r, unsigned long long *step_no) {
   return 0;
 }
 
+// --pace-ms P: hold the host (GPU idle) until P ms after the previous
+// step started. Comparing runs whose per-step side work differs (checks on
+// vs --skip-check all) is otherwise unfair: back-to-back GEMMs run into the
+// power limit and lower clocks, while the checks' memory-bound work between
+// steps lets the GPU cool, so "checks off" measured slower (H200 run 1).
+static void pace(const struct rt_opts *o, double *last) {
+  if (o->pace_ms <= 0) return;
+  double now = rt_now_ms();
+  if (*last > 0 && now < *last + o->pace_ms)
+    usleep((useconds_t)((*last + o->pace_ms - now) * 1e3));
+  *last = rt_now_ms();
+}
+
 static int run_bench(struct rt_run *r, unsigned long long *step_no,
                      struct timing *tm) {
   struct wl_ctx *ctx = r->ctx;
   struct step_time t;
+  double last = 0;
   for (int i = 0; i < r->o->warmup; i++) {
     rt_progress(r->o, "warmup");
+    pace(r->o, &last);
     RT_TRY(one_step(r, -1, ++*step_no, &t));
   }
   size_t out_elems = 0;
@@ -319,6 +334,7 @@ static int run_bench(struct rt_run *r, unsigned long long *step_no,
     char st[32];
     snprintf(st, sizeof st, "timed %d", n);
     rt_progress(r->o, st);
+    pace(r->o, &last);
     RT_TRY(one_step(r, -1, ++*step_no, &t));
     ev[n] = (float)t.ev_ms;
     host[n] = (float)(t.host_ms - t.snap_ms);
@@ -422,9 +438,9 @@ static void write_result(struct rt_run *r, const char *status,
     fprintf(f, ",\n \"timing\": {\"warmup\": %d, \"steps\": %d, \"median_ms\": %.6g,"
                " \"p10_ms\": %.6g, \"p90_ms\": %.6g, \"ci95_lo_ms\": %.6g,"
                " \"ci95_hi_ms\": %.6g, \"mean_ms\": %.6g, \"host_median_ms\": %.6g,"
-               " \"samples_ms\": [",
+               " \"pace_ms\": %g, \"samples_ms\": [",
             o->warmup, tm->steps, tm->median, tm->p10, tm->p90, tm->lo, tm->hi,
-            tm->mean, tm->host_median);
+            tm->mean, tm->host_median, o->pace_ms);
     for (int i = 0; i < tm->steps; i++)
       fprintf(f, "%s%.6g", i ? ", " : "", tm->samples[i]);
     fprintf(f, "]}");
