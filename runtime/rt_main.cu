@@ -39,7 +39,7 @@ struct rt_check {
   int rank, kind, passed;
   char output[WL_NAME_MAX];
   double rel_l2, row_rel;
-  unsigned long long nan, poison;
+  unsigned long long nan, poison, outside;
   char reason[192];
 };
 
@@ -230,6 +230,10 @@ static int verify_step(struct rt_run *r, int kind, long long sample) {
     if (m.worst_row_rel > c->row_rel) c->row_rel = m.worst_row_rel;
     c->nan += m.nan;
     c->poison += m.poison;
+    c->outside += m.outside;
+    if (m.outside)
+      add_reason(c, "outside: %s%.0f elements written where nothing may be written (the "
+                 "reference requires the poison to stay)", "", (double)m.outside, 0);
     if (m.poison)
       add_reason(c, "poison: %s%.0f elements still hold the poison pattern (unwritten or late)",
                  "", (double)m.poison, 0);
@@ -237,7 +241,7 @@ static int verify_step(struct rt_run *r, int kind, long long sample) {
       add_reason(c, "nan: %s%.0f NaN/Inf elements", "", (double)m.nan, 0);
     if (!(rel <= r->o->tol))
       add_reason(c, "rel-l2: %s%.3g > tol %.3g", "", rel, r->o->tol);
-    if (!(r->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison &&
+    if (!(r->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison && !m.outside &&
         !(m.worst_row_rel <= r->o->local_tol)) {
       char row[64];
       snprintf(row, sizeof row, "row %lld", m.worst_row);
@@ -425,10 +429,10 @@ static void write_result(struct rt_run *r, const char *status,
     fprintf(f, "%s\n  {\"rank\": %d, \"output\": ", i ? "," : "", c->rank);
     rt_json_str(f, c->output);
     fprintf(f, ", \"step\": \"%s\", \"rel_l2\": %.6g, \"row_rel_l2\": %.6g,"
-               " \"tol\": %g, \"nan\": %llu, \"poison\": %llu, \"passed\": %s,"
-               " \"reason\": ",
+               " \"tol\": %g, \"nan\": %llu, \"poison\": %llu, \"outside\": %llu,"
+               " \"passed\": %s, \"reason\": ",
             step_kind_name[c->kind], isfinite(c->rel_l2) ? c->rel_l2 : 1e308,
-            isfinite(c->row_rel) ? c->row_rel : 1e308, o->tol, c->nan, c->poison,
+            isfinite(c->row_rel) ? c->row_rel : 1e308, o->tol, c->nan, c->poison, c->outside,
             c->passed ? "true" : "false");
     rt_json_str(f, c->reason);
     fputc('}', f);

@@ -130,7 +130,7 @@ struct vr_check {
   int rank, kind, passed;
   char output[WL_NAME_MAX];
   double rel_l2, row_rel;
-  unsigned long long nan, poison;
+  unsigned long long nan, poison, outside;
   char reason[192];
 };
 
@@ -292,6 +292,14 @@ static int vr_verify(struct vr_run *v, int kind) {
       if (m.worst_row_rel > c->row_rel) c->row_rel = m.worst_row_rel;
       c->nan += m.nan;
       c->poison += m.poison;
+      c->outside += m.outside;
+      if (m.outside) {
+        snprintf(text, sizeof text,
+                 "outside: %llu elements written where nothing may be written (the reference "
+                 "requires the poison to stay)",
+                 m.outside);
+        vr_reason(c, text);
+      }
       if (m.poison) {
         snprintf(text, sizeof text,
                  "poison: %llu elements still hold the poison pattern (unwritten or late)",
@@ -305,7 +313,7 @@ static int vr_verify(struct vr_run *v, int kind) {
         snprintf(text, sizeof text, "rel-l2: %.3g > tol %.3g", rel, v->o->tol);
         vr_reason(c, text);
       }
-      if (!(v->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison &&
+      if (!(v->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison && !m.outside &&
           !(m.worst_row_rel <= v->o->local_tol)) {
         snprintf(text, sizeof text, "local-check: row %lld rel-l2 %.3g > %.3g", m.worst_row,
                  m.worst_row_rel, v->o->local_tol);
@@ -351,9 +359,10 @@ static void vr_write(struct vr_run *v, const char *status, const char *error) {
     fprintf(f, "%s\n  {\"rank\": %d, \"output\": ", i ? "," : "", c->rank);
     rt_json_str(f, c->output);
     fprintf(f, ", \"step\": \"%s\", \"rel_l2\": %.6g, \"row_rel_l2\": %.6g, \"tol\": %g,"
-               " \"nan\": %llu, \"poison\": %llu, \"passed\": %s, \"reason\": ",
+               " \"nan\": %llu, \"poison\": %llu, \"outside\": %llu, \"passed\": %s,"
+               " \"reason\": ",
             c->kind == VK_PERTURB ? "perturb" : "check", isfinite(c->rel_l2) ? c->rel_l2 : 1e308,
-            isfinite(c->row_rel) ? c->row_rel : 1e308, o->tol, c->nan, c->poison,
+            isfinite(c->row_rel) ? c->row_rel : 1e308, o->tol, c->nan, c->poison, c->outside,
             c->passed ? "true" : "false");
     rt_json_str(f, c->reason);
     fputc('}', f);
