@@ -62,4 +62,7 @@ if nvcc -std=c++17 -Iruntime -o "$TMP/t" "$TMP/t.cu" >"$TMP/build" 2>&1; then
 else
   not_ok "the classifier compiles for the host" "$(head -c 500 "$TMP/build")"
 fi
+# The GPU check of rt_compare itself (run by tests/gpu/compare.sh) compiles.
+expect_rc "tests/gpu/compare_keep.cu compiles" 0 nvcc -arch=sm_90 -std=c++17 -Iruntime \
+  -c tests/gpu/compare_keep.cu -o "$TMP/ck.o"
 done_testing
