@@ -29,6 +29,7 @@ int rt_check_coresident(struct wl_ctx *ctx, const void *kernel, int grid, int bl
 }
 
 #ifdef CUCO_VRANKS
+#include <pthread.h>
 #include <strings.h>
 
 #include "vnccl_host.h"
@@ -208,6 +209,56 @@ static int vr_prepare(struct vr_run *v, struct wl_ctx *ctx, unsigned long long s
 // "prepared" event), like the runtime's perturbed steps with their
 // ncclAllReduce: work a step does not order after its rt_stream then races
 // the preparation and is caught.
+//
+// Each rank's launches are enqueued by its own host thread, as each real
+// rank is its own process: a host call inside one rank's wl_step that
+// blocks until running kernels finish (a first launch under lazy module
+// loading, an implicit synchronisation in a library) then cannot keep the
+// other ranks' kernels, which those running kernels wait for, from being
+// enqueued. (Before, one thread enqueued rank after rank: on the H200 rank
+// 1's cuBLASLt call blocked while its push kernel spun on rank 0's, never
+// enqueued: every barrier timed out.)
+struct vr_launch {
+  struct vr_run *v;
+  int r, late, device, rc;
+  double delay_ms;
+  char err[320];
+};
+
+static void *vr_launch_rank(void *arg) {
+  struct vr_launch *L = (struct vr_launch *)arg;
+  struct wl_ctx *ctx = L->v->ctx[L->r];
+  L->rc = -1;
+  if (cudaSetDevice(L->device) != cudaSuccess) {
+    snprintf(L->err, sizeof L->err, "virtual rank %d: cudaSetDevice failed", L->r);
+    return NULL;
+  }
+  if (L->r == L->late) {
+    char err[256];
+    if (vnccl_delay(ctx->stream, (unsigned long long)(L->delay_ms * 1e6), err, sizeof err)) {
+      snprintf(L->err, sizeof L->err, "%s", err);
+      return NULL;
+    }
+  }
+  if (wl_step(ctx) != 0) {
+    snprintf(L->err, sizeof L->err, "virtual rank %d: wl_step: %s%s", L->r, ctx->err,
+             nccl_hint(ctx->err));
+    return NULL;
+  }
+  for (int b = 0; b < ctx->nbufs; b++)
+    if (ctx->bufs[b].kind == RT_OUTPUT && !(L->v->o->skip & RT_CK_SNAPSHOT)) {
+      cudaError_t e = cudaMemcpyAsync(ctx->bufs[b].snap, ctx->bufs[b].dev, ctx->bufs[b].bytes,
+                                      cudaMemcpyDeviceToDevice, ctx->stream);
+      if (e != cudaSuccess) {
+        snprintf(L->err, sizeof L->err, "virtual rank %d: snapshot copy: %s", L->r,
+                 cudaGetErrorString(e));
+        return NULL;
+      }
+    }
+  L->rc = 0;
+  return NULL;
+}
+
 static int vr_step(struct vr_run *v, unsigned long long step, int late, double delay_ms) {
   for (int r = 0; r < v->R; r++) RT_TRY(vr_prepare(v, v->ctx[r], step));
   if (late < 0) {
@@ -218,24 +269,30 @@ static int vr_step(struct vr_run *v, unsigned long long step, int late, double d
       for (int q = 0; q < v->R; q++)
         CUDA_CHECK(cudaStreamWaitEvent(v->ctx[r]->stream, v->prepared[q], 0));
   }
-  for (int i = 0; i < v->R; i++) {
+  struct vr_launch L[VNCCL_MAX_RANKS];
+  pthread_t th[VNCCL_MAX_RANKS];
+  int started[VNCCL_MAX_RANKS], dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  for (int i = 0; i < v->R; i++) { // threads start in rank order, reversed on odd steps
     int r = step % 2 ? v->R - 1 - i : i;
-    struct wl_ctx *ctx = v->ctx[r];
-    if (r == late) {
-      char err[256];
-      if (vnccl_delay(ctx->stream, (unsigned long long)(delay_ms * 1e6), err, sizeof err)) {
-        rt_errorf("%s", err);
-        return -1;
-      }
-    }
-    if (wl_step(ctx) != 0) {
-      rt_errorf("virtual rank %d: wl_step: %s%s", r, ctx->err, nccl_hint(ctx->err));
-      return -1;
-    }
-    for (int b = 0; b < ctx->nbufs; b++)
-      if (ctx->bufs[b].kind == RT_OUTPUT && !(v->o->skip & RT_CK_SNAPSHOT))
-        CUDA_CHECK(cudaMemcpyAsync(ctx->bufs[b].snap, ctx->bufs[b].dev, ctx->bufs[b].bytes,
-                                   cudaMemcpyDeviceToDevice, ctx->stream));
+    memset(&L[r], 0, sizeof L[r]);
+    L[r].v = v;
+    L[r].r = r;
+    L[r].late = late;
+    L[r].device = dev;
+    L[r].delay_ms = delay_ms;
+    started[r] = pthread_create(&th[r], NULL, vr_launch_rank, &L[r]) == 0;
+    if (!started[r]) vr_launch_rank(&L[r]); // no thread: enqueue from here
+  }
+  int bad = -1;
+  for (int r = 0; r < v->R; r++) {
+    if (started[r]) pthread_join(th[r], NULL);
+    if (L[r].rc != 0 && bad < 0) bad = r;
+  }
+  if (bad >= 0) {
+    cudaDeviceSynchronize(); // let the other ranks' work end (or time out) first
+    rt_errorf("%s", L[bad].err);
+    return -1;
   }
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {
