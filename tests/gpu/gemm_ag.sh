@@ -213,7 +213,7 @@ for i in 1 2 3 4 5; do
   else run "overhead_off_$i" 0 baseline "${P8[@]}" --pace-ms "$PACE" --skip-check all; fi
 done
 # ... and unpaced (back-to-back when checks are off), for comparison.
-run "overhead_off_unpaced" 0 baseline "${P8[@]}" --iters 40 --skip-check all
+run "overhead_off_unpaced" 0 baseline "${P8[@]}" --iters 200 --skip-check all
 run "overhead_on_unpaced" 0 baseline "${P8[@]}" --iters 40
 
 # ---- torch.matmul on the same shapes (outside reference, not part of cuco)
