@@ -177,7 +177,6 @@ if [ "$PART" != proto ] && [ -f "$WL/reference.cu" ] && [ -f "$ROOT/runtime/rt_m
       for R in 2 4 8; do
         wrun "seed --vranks $R M=256,K=512,N=384" 0 seed --params M=256,K=512,N=384 --vranks "$R" --seed 11
       done
-      wrun "seed --vranks 2 M=200,K=136,N=120" 0 seed --params M=200,K=136,N=120 --vranks 2 --seed 11
     elif [ -f "$WL/seed.cu" ]; then
       for R in 2 4 8; do
         for p in M=256,K=512,N=384 M=200,K=136,N=120 M=72,K=40,N=24 M=1032,K=1000,N=1048; do
