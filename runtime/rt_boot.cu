@@ -24,7 +24,7 @@ static int usage(const char *fmt, const char *arg) {
           "\nusage: BIN --params K=V,... --mode verify|bench --out RESULT.json"
           " [--size-name S] [--warmup N] [--iters N] [--min-time S] [--seed N]"
           " [--tol X] [--local-tol X] [--machine M.json] [--vranks R]"
-          " [--perturb] [--rank R --nranks N --local-rank L] [--id-file P]\n");
+          " [--perturb] [--pace-ms P] [--rank R --nranks N --local-rank L] [--id-file P]\n");
   return -2;
 }
 
@@ -137,10 +137,11 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
       else if (!strcmp(a, "--vranks")) o->vranks = (int)x;
       else o->prob.seed = (unsigned long long)x;
     } else if (!strcmp(a, "--min-time") || !strcmp(a, "--tol") ||
-               !strcmp(a, "--local-tol")) {
+               !strcmp(a, "--local-tol") || !strcmp(a, "--pace-ms")) {
       NEED();
       if (parse_d(v, &d) || d < 0 || d > 1e6) return usage("bad number '%s'", v);
       if (!strcmp(a, "--min-time")) o->min_time = d;
+      else if (!strcmp(a, "--pace-ms")) o->pace_ms = d;
       else if (!strcmp(a, "--tol")) o->tol = d;
       else o->local_tol = d;
     } else if (!strcmp(a, "--out")) {

@@ -91,11 +91,14 @@ int rt_hog(void *scratch, size_t bytes, double ms, cudaStream_t stream);
 struct rt_cmp {
   double err2, ref2;          // sums over compared elements
   unsigned long long nan, poison, compared;
+  unsigned long long outside;  // written where EXPECTED is all-ones (must stay poison)
   double worst_row_rel;       // max over rows of the row's relative L2
   long long worst_row;
 };
 // Compare snapshot GOT (dtype) with EXPECTED (fp32 for float dtypes, else
 // own dtype) over ROWS x COLS; SAMPLE_STRIDE > 1 compares every k-th row.
+// An all-ones EXPECTED element means "must still be poison": kept poison
+// there is skipped, a written value counts in OUTSIDE (rt_cmp_elem.cuh).
 int rt_compare(const void *got, const void *expected, int dtype, int counts,
                long long rows, long long cols, long long sample_stride,
                struct rt_cmp *out, cudaStream_t stream);
@@ -112,6 +115,7 @@ struct rt_opts {
   struct wl_problem prob;
   int mode, warmup, iters, perturb, vranks, skip;
   double min_time, tol, local_tol;
+  double pace_ms;  // bench: a step starts >= pace_ms after the last one started
   const char *out, *machine, *id_file, *impl, *workload;
   char params_text[512];
 };

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "rt_cmp_elem.cuh"
 #include "rt_internal.cuh"
 
 // splitmix64 finaliser: a good 64-bit mixer, identical on host and device.
@@ -161,6 +162,7 @@ int rt_hog(void *scratch, size_t bytes, double ms, cudaStream_t stream) {
 struct cmp_dev {
   double err2, ref2;
   unsigned long long nan, poison, compared, worst; // worst: rel bits<<32|row
+  unsigned long long outside;  // written where the expectation says poison
 };
 
 __device__ static inline double load_got(const unsigned char *p, size_t i,
@@ -215,15 +217,22 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
                           int dtype, long long rows, long long cols,
                           long long sample, struct cmp_dev *out) {
   __shared__ double s_e[32], s_r[32];
-  __shared__ unsigned long long s_n[32], s_p[32];
+  __shared__ unsigned long long s_n[32], s_p[32], s_o[32];
   bool is_int = !(dtype == RT_BF16 || dtype == RT_F16 || dtype == RT_F32 ||
                   dtype == RT_F64);
   for (long long row = (long long)blockIdx.x * sample; row < rows;
        row += (long long)gridDim.x * sample) {
     double e2 = 0, r2 = 0;
-    unsigned long long nn = 0, np = 0;
+    unsigned long long nn = 0, np = 0, no = 0;
     for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
       size_t i = (size_t)row * cols + c;
+      // An all-ones expectation: must still be poison (rt_cmp_elem.cuh).
+      int cls = rt_el_class(got, exp, i, dtype);
+      if (cls == RT_EL_KEPT) continue;
+      if (cls == RT_EL_OUTSIDE) {
+        no++;
+        continue;
+      }
       int pz = 0;
       double g = load_got(got, i, dtype, &pz);
       double x = load_exp(exp, i, dtype);
@@ -243,6 +252,7 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
       r2 += __shfl_down_sync(0xffffffff, r2, o);
       nn += __shfl_down_sync(0xffffffff, nn, o);
       np += __shfl_down_sync(0xffffffff, np, o);
+      no += __shfl_down_sync(0xffffffff, no, o);
     }
     int w = threadIdx.x / 32, nw = blockDim.x / 32;
     if ((threadIdx.x & 31) == 0) {
@@ -250,6 +260,7 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
       s_r[w] = r2;
       s_n[w] = nn;
       s_p[w] = np;
+      s_o[w] = no;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -258,15 +269,17 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
         r2 += s_r[k];
         nn += s_n[k];
         np += s_p[k];
+        no += s_o[k];
       }
       atomicAdd(&out->err2, e2);
       atomicAdd(&out->ref2, r2);
       atomicAdd(&out->nan, nn);
       atomicAdd(&out->poison, np);
+      atomicAdd(&out->outside, no);
       atomicAdd(&out->compared, (unsigned long long)cols);
       float rel;
-      if (nn || np)
-        rel = INFINITY;  // a row with NaN or poison is the worst row
+      if (nn || np || no)
+        rel = INFINITY;  // a row with NaN, poison or an outside write is the worst
       else if (e2 == 0)
         rel = 0;
       else if (is_int)
@@ -302,6 +315,7 @@ int rt_compare(const void *got, const void *expected, int dtype, int counts,
   out->ref2 = h.ref2;
   out->nan = h.nan;
   out->poison = h.poison;
+  out->outside = h.outside;
   out->compared = h.compared;
   unsigned int bits = (unsigned int)(h.worst >> 32);
   float rel;

@@ -29,6 +29,7 @@ int rt_check_coresident(struct wl_ctx *ctx, const void *kernel, int grid, int bl
 }
 
 #ifdef CUCO_VRANKS
+#include <pthread.h>
 #include <strings.h>
 
 #include "vnccl_host.h"
@@ -130,7 +131,7 @@ struct vr_check {
   int rank, kind, passed;
   char output[WL_NAME_MAX];
   double rel_l2, row_rel;
-  unsigned long long nan, poison;
+  unsigned long long nan, poison, outside;
   char reason[192];
 };
 
@@ -208,6 +209,56 @@ static int vr_prepare(struct vr_run *v, struct wl_ctx *ctx, unsigned long long s
 // "prepared" event), like the runtime's perturbed steps with their
 // ncclAllReduce: work a step does not order after its rt_stream then races
 // the preparation and is caught.
+//
+// Each rank's launches are enqueued by its own host thread, as each real
+// rank is its own process: a host call inside one rank's wl_step that
+// blocks until running kernels finish (a first launch under lazy module
+// loading, an implicit synchronisation in a library) then cannot keep the
+// other ranks' kernels, which those running kernels wait for, from being
+// enqueued. (Before, one thread enqueued rank after rank: on the H200 rank
+// 1's cuBLASLt call blocked while its push kernel spun on rank 0's, never
+// enqueued: every barrier timed out.)
+struct vr_launch {
+  struct vr_run *v;
+  int r, late, device, rc;
+  double delay_ms;
+  char err[320];
+};
+
+static void *vr_launch_rank(void *arg) {
+  struct vr_launch *L = (struct vr_launch *)arg;
+  struct wl_ctx *ctx = L->v->ctx[L->r];
+  L->rc = -1;
+  if (cudaSetDevice(L->device) != cudaSuccess) {
+    snprintf(L->err, sizeof L->err, "virtual rank %d: cudaSetDevice failed", L->r);
+    return NULL;
+  }
+  if (L->r == L->late) {
+    char err[256];
+    if (vnccl_delay(ctx->stream, (unsigned long long)(L->delay_ms * 1e6), err, sizeof err)) {
+      snprintf(L->err, sizeof L->err, "%s", err);
+      return NULL;
+    }
+  }
+  if (wl_step(ctx) != 0) {
+    snprintf(L->err, sizeof L->err, "virtual rank %d: wl_step: %s%s", L->r, ctx->err,
+             nccl_hint(ctx->err));
+    return NULL;
+  }
+  for (int b = 0; b < ctx->nbufs; b++)
+    if (ctx->bufs[b].kind == RT_OUTPUT && !(L->v->o->skip & RT_CK_SNAPSHOT)) {
+      cudaError_t e = cudaMemcpyAsync(ctx->bufs[b].snap, ctx->bufs[b].dev, ctx->bufs[b].bytes,
+                                      cudaMemcpyDeviceToDevice, ctx->stream);
+      if (e != cudaSuccess) {
+        snprintf(L->err, sizeof L->err, "virtual rank %d: snapshot copy: %s", L->r,
+                 cudaGetErrorString(e));
+        return NULL;
+      }
+    }
+  L->rc = 0;
+  return NULL;
+}
+
 static int vr_step(struct vr_run *v, unsigned long long step, int late, double delay_ms) {
   for (int r = 0; r < v->R; r++) RT_TRY(vr_prepare(v, v->ctx[r], step));
   if (late < 0) {
@@ -218,24 +269,30 @@ static int vr_step(struct vr_run *v, unsigned long long step, int late, double d
       for (int q = 0; q < v->R; q++)
         CUDA_CHECK(cudaStreamWaitEvent(v->ctx[r]->stream, v->prepared[q], 0));
   }
-  for (int i = 0; i < v->R; i++) {
+  struct vr_launch L[VNCCL_MAX_RANKS];
+  pthread_t th[VNCCL_MAX_RANKS];
+  int started[VNCCL_MAX_RANKS], dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  for (int i = 0; i < v->R; i++) { // threads start in rank order, reversed on odd steps
     int r = step % 2 ? v->R - 1 - i : i;
-    struct wl_ctx *ctx = v->ctx[r];
-    if (r == late) {
-      char err[256];
-      if (vnccl_delay(ctx->stream, (unsigned long long)(delay_ms * 1e6), err, sizeof err)) {
-        rt_errorf("%s", err);
-        return -1;
-      }
-    }
-    if (wl_step(ctx) != 0) {
-      rt_errorf("virtual rank %d: wl_step: %s%s", r, ctx->err, nccl_hint(ctx->err));
-      return -1;
-    }
-    for (int b = 0; b < ctx->nbufs; b++)
-      if (ctx->bufs[b].kind == RT_OUTPUT && !(v->o->skip & RT_CK_SNAPSHOT))
-        CUDA_CHECK(cudaMemcpyAsync(ctx->bufs[b].snap, ctx->bufs[b].dev, ctx->bufs[b].bytes,
-                                   cudaMemcpyDeviceToDevice, ctx->stream));
+    memset(&L[r], 0, sizeof L[r]);
+    L[r].v = v;
+    L[r].r = r;
+    L[r].late = late;
+    L[r].device = dev;
+    L[r].delay_ms = delay_ms;
+    started[r] = pthread_create(&th[r], NULL, vr_launch_rank, &L[r]) == 0;
+    if (!started[r]) vr_launch_rank(&L[r]); // no thread: enqueue from here
+  }
+  int bad = -1;
+  for (int r = 0; r < v->R; r++) {
+    if (started[r]) pthread_join(th[r], NULL);
+    if (L[r].rc != 0 && bad < 0) bad = r;
+  }
+  if (bad >= 0) {
+    cudaDeviceSynchronize(); // let the other ranks' work end (or time out) first
+    rt_errorf("%s", L[bad].err);
+    return -1;
   }
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {
@@ -292,6 +349,14 @@ static int vr_verify(struct vr_run *v, int kind) {
       if (m.worst_row_rel > c->row_rel) c->row_rel = m.worst_row_rel;
       c->nan += m.nan;
       c->poison += m.poison;
+      c->outside += m.outside;
+      if (m.outside) {
+        snprintf(text, sizeof text,
+                 "outside: %llu elements written where nothing may be written (the reference "
+                 "requires the poison to stay)",
+                 m.outside);
+        vr_reason(c, text);
+      }
       if (m.poison) {
         snprintf(text, sizeof text,
                  "poison: %llu elements still hold the poison pattern (unwritten or late)",
@@ -305,7 +370,7 @@ static int vr_verify(struct vr_run *v, int kind) {
         snprintf(text, sizeof text, "rel-l2: %.3g > tol %.3g", rel, v->o->tol);
         vr_reason(c, text);
       }
-      if (!(v->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison &&
+      if (!(v->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison && !m.outside &&
           !(m.worst_row_rel <= v->o->local_tol)) {
         snprintf(text, sizeof text, "local-check: row %lld rel-l2 %.3g > %.3g", m.worst_row,
                  m.worst_row_rel, v->o->local_tol);
@@ -351,9 +416,10 @@ static void vr_write(struct vr_run *v, const char *status, const char *error) {
     fprintf(f, "%s\n  {\"rank\": %d, \"output\": ", i ? "," : "", c->rank);
     rt_json_str(f, c->output);
     fprintf(f, ", \"step\": \"%s\", \"rel_l2\": %.6g, \"row_rel_l2\": %.6g, \"tol\": %g,"
-               " \"nan\": %llu, \"poison\": %llu, \"passed\": %s, \"reason\": ",
+               " \"nan\": %llu, \"poison\": %llu, \"outside\": %llu, \"passed\": %s,"
+               " \"reason\": ",
             c->kind == VK_PERTURB ? "perturb" : "check", isfinite(c->rel_l2) ? c->rel_l2 : 1e308,
-            isfinite(c->row_rel) ? c->row_rel : 1e308, o->tol, c->nan, c->poison,
+            isfinite(c->row_rel) ? c->row_rel : 1e308, o->tol, c->nan, c->poison, c->outside,
             c->passed ? "true" : "false");
     rt_json_str(f, c->reason);
     fputc('}', f);
@@ -386,6 +452,10 @@ static int vr_boot(struct vr_run *v) {
   }
   int dev = o->prob.local_rank % ndev;
   CUDA_CHECK(cudaSetDevice(dev));
+  if (vnccl_check_eager(err, sizeof err) != 0) {
+    rt_errorf("%s", err);
+    return -1;
+  }
   if (vnccl_world_create(v->R, 0, &g_vr.world, err, sizeof err) != 0) {
     rt_errorf("%s", err);
     return -1;

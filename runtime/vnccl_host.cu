@@ -3,6 +3,7 @@
 // See vnccl_host.h for the interface.
 #ifdef CUCO_VRANKS
 
+#include <cuda.h> // CU_MODULE_LAZY_LOADING (types only; no libcuda link)
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,32 @@ static bool cuda_ok(cudaError_t rc, const char *what, char *err, size_t errlen) 
 void vnccl_prepare_env(void) {
   // 0: leave a user's own value alone.
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  // 1: lazy loading can deadlock spinning ranks (see vnccl_host.h), so a
+  // user's LAZY is overridden: this mode is a protocol test, never timed.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+}
+
+int vnccl_check_eager(char *err, size_t errlen) {
+  // Through the runtime's entry-point query: no link against libcuda.
+  typedef int (*get_mode_fn)(int *);
+  void *fn = NULL;
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion("cuModuleGetLoadingMode", &fn, 12000, cudaEnableDefault,
+                                       &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess || fn == NULL)
+    return 0; // an old driver without lazy loading at all
+  int mode = 0;
+  if (((get_mode_fn)fn)(&mode) != 0)
+    return 0;
+  if (mode == (int)CU_MODULE_LAZY_LOADING) {
+    say(err, errlen,
+        "vranks: CUDA loads modules lazily (CUDA was initialised before "
+        "vnccl_prepare_env set CUDA_MODULE_LOADING=EAGER): a kernel's first launch could "
+        "wait for spinning kernels of other virtual ranks and deadlock; run with "
+        "CUDA_MODULE_LOADING=EAGER");
+    return -1;
+  }
+  return 0;
 }
 
 int vnccl_world_create(int nranks, int lsa_size, struct vnccl_world **out, char *err,

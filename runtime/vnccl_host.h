@@ -24,9 +24,19 @@ struct vnccl_window;
 
 // vnccl_prepare_env: raise CUDA_DEVICE_MAX_CONNECTIONS (unless the user set
 // it) so that R streams get R hardware queues and cannot falsely serialise
-// spinning kernels of different ranks. Effective only before the first CUDA
-// call of the process; vnccl_world_create calls it too.
+// spinning kernels of different ranks, and force CUDA_MODULE_LOADING=EAGER
+// (overriding any value): with lazy loading, the first launch of a kernel
+// (e.g. cuBLASLt's GEMM inside rank r's step) may synchronise the context,
+// i.e. wait for the kernels already running, which spin on a rank whose
+// step the blocked host thread has not enqueued yet: a deadlock that ends
+// in a barrier timeout. Effective only before the first CUDA call of the
+// process; vnccl_world_create calls it too.
 void vnccl_prepare_env(void);
+
+// vnccl_check_eager: 0 when the driver loads modules eagerly (or cannot
+// say), else -1 with a message: CUDA was initialised before
+// vnccl_prepare_env, so concurrent virtual ranks could deadlock.
+int vnccl_check_eager(char *err, size_t errlen);
 
 // vnccl_world_create: a world of nranks virtual ranks on the current device,
 // in LSA teams of lsa_size consecutive ranks (lsa_size must divide nranks;

@@ -6,6 +6,17 @@
 #
 #   OUT=/tmp/out bash tests/gpu/gemm_ag.sh            (from the repo root)
 #   QUICK=1 ...   skip the M=16384 benches
+#   ONLY=tile ... (< 100 s) build only baseline, seed_tile, seed_tile_nowait:
+#                 verify seed_tile at the 4 verify sizes (+perturb), the
+#                 nowait control (must exit 3), bench baseline and seed_tile
+#                 at full_4k/full_8k, the hardening overhead
+#
+# Hardening overhead: checks on vs --skip-check all, baseline full_8k,
+# interleaved on/off/on/off/on, every run paced (--pace-ms: each step starts
+# PACE ms after the previous one, so both have the same step period). In
+# run 1 an unpaced "checks off" run measured 12.7% SLOWER: back-to-back
+# GEMMs hit the power limit, while the checks' work between steps let the
+# GPU cool. Both medians, their ratio, and the unpaced pair are reported.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$PWD/out}
@@ -19,6 +30,7 @@ RES=$W/results.jsonl
 : >"$RES"
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 T_START=$(date +%s)
+ONLY=${ONLY:-}
 
 NCCL_HOME=${CUCO_NCCL_HOME:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
 if [ -z "$NCCL_HOME" ] || [ ! -f "$NCCL_HOME/include/nccl.h" ]; then
@@ -49,39 +61,47 @@ build_impl() { # name src defines...
   "${NV[@]}" "$@" -c "$src" -o "$W/impl_$name.o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $name" >>"$BLOG"
 }
 IMPLS=(baseline baseline_overlap seed seed_tile)
+[ "$ONLY" = tile ] && IMPLS=(baseline seed_tile)
 build_impl baseline $WL/baseline.cu &
 pids+=($!)
+if [ "$ONLY" != tile ]; then
 build_impl baseline_overlap $WL/baseline_overlap.cu &
 pids+=($!)
 build_impl seed $WL/seed.cu &
 pids+=($!)
+fi
 # placement=per_tile: the shared GEMM tile (runtime/gemm_tile.cuh) waits per tile
 build_impl seed_tile $WL/seed_tile.cu &
 pids+=($!)
 # its negative control: the tile waits compiled out, the data 5 ms late
 build_impl seed_tile_nowait $WL/seed_tile.cu -DST_CONTROL_NO_WAIT &
 pids+=($!)
+CHEATS=()
+if [ "$ONLY" != tile ]; then
 build_impl seed_global $WL/seed.cu -DCUCO_SYNC=CUCO_SYNC_GLOBAL -DCUCO_PLACEMENT=CUCO_PLACEMENT_DEFERRED -DCUCO_ISSUER=CUCO_ISSUER_WARP &
 pids+=($!)
 build_impl seed_chunk $WL/seed.cu -DCUCO_SYNC=CUCO_SYNC_PER_CHUNK -DCUCO_ISSUER=CUCO_ISSUER_THREAD -DCUCO_CHUNK_BYTES=65536 &
 pids+=($!)
-CHEATS=()
 for c in $WL/cheats/*.cu; do
   n=cheat_$(basename "$c" .cu)
   CHEATS+=("$n")
   build_impl "$n" "$c" &
   pids+=($!)
 done
+fi
 wait "${pids[@]}"
 # The runtime's main and the runtime object files go into one archive-like list.
 RT_OBJS=()
 for f in runtime/*.cu; do RT_OBJS+=("$W/$(basename "$f" .cu).o"); done
+lpids=()  # links in parallel
 for n in "${IMPLS[@]}" seed_global seed_chunk seed_tile_nowait "${CHEATS[@]}"; do
   [ -f "$W/impl_$n.o" ] || continue
-  nvcc -arch=sm_90 "${RT_OBJS[@]}" "$W/reference.o" "$W/impl_$n.o" -o "$W/bin_$n" \
+  { nvcc -arch=sm_90 "${RT_OBJS[@]}" "$W/reference.o" "$W/impl_$n.o" -o "$W/bin_$n" \
     -L"$W/lib" -L"$NCCL_HOME/lib" -L"$CUDA_LIB" -lnccl -lcublas -lcublasLt \
-    -Xlinker -rpath="$NCCL_HOME/lib" >>"$BLOG" 2>&1 || echo "LINK FAIL $n" >>"$BLOG"
+    -Xlinker -rpath="$NCCL_HOME/lib" >>"$BLOG" 2>&1 || echo "LINK FAIL $n" >>"$BLOG"; } &
+  lpids+=($!)
 done
+wait "${lpids[@]}"
 echo "== built $(ls "$W"/bin_* 2>/dev/null | wc -l) binaries in $(($(date +%s) - T_START)) s" >>"$BLOG"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >>"$BLOG" 2>&1
 python3 - "$W/machine.json" "$NCCL_HOME" <<'PY'
@@ -129,12 +149,15 @@ PY
 
 # ---- verify: every honest implementation at the small shapes (+perturb)
 VSIZES=("small_a:M=256,K=512,N=384" "small_b:M=200,K=136,N=120" "small_c:M=72,K=40,N=24" "mid_a:M=1032,K=1000,N=1048")
-for impl in "${IMPLS[@]}"; do
+VIMPLS=("${IMPLS[@]}")
+[ "$ONLY" = tile ] && VIMPLS=(seed_tile)
+for impl in "${VIMPLS[@]}"; do
   for sz in "${VSIZES[@]}"; do
     run "verify_${impl}_${sz%%:*}" 0 "$impl" --mode verify --perturb --params "${sz#*:}" --size-name "${sz%%:*}" --seed 7
   done
 done
 for impl in seed_global seed_chunk; do
+  [ "$ONLY" = tile ] && break
   for sz in "${VSIZES[@]:1:2}"; do
     run "verify_${impl}_${sz%%:*}" 0 "$impl" --mode verify --perturb --params "${sz#*:}" --size-name "${sz%%:*}"
   done
@@ -170,19 +193,28 @@ for c in "${CHEATS[@]}"; do
   fi
 done
 # Host clock alone: the escape with the snapshot check off, timed at 4k.
-run cheat_timing_escape_bench_hostclock 3 cheat_timing_escape --mode bench --params M=4096,K=8192,N=28672 --skip-check snapshot --iters 20 --min-time 0.2
+[ "$ONLY" = tile ] || run cheat_timing_escape_bench_hostclock 3 cheat_timing_escape --mode bench --params M=4096,K=8192,N=28672 --skip-check snapshot --iters 20 --min-time 0.2
 
 # ---- bench: full sizes at 1 rank
 BSIZES=("full_4k:M=4096,K=8192,N=28672" "full_8k:M=8192,K=8192,N=28672")
-[ -z "${QUICK:-}" ] && BSIZES+=("full_16k:M=16384,K=8192,N=28672")
+[ -z "${QUICK:-}" ] && [ "$ONLY" != tile ] && BSIZES+=("full_16k:M=16384,K=8192,N=28672")
+BARGS=(--warmup 5 --iters 20 --min-time 1.0)
+[ "$ONLY" = tile ] && BARGS=(--warmup 3 --iters 20 --min-time 0.3)
 for sz in "${BSIZES[@]}"; do
   for impl in "${IMPLS[@]}"; do
-    run "bench_${impl}_${sz%%:*}" 0 "$impl" --mode bench --params "${sz#*:}" --size-name "${sz%%:*}" --warmup 5 --iters 20 --min-time 1.0
+    run "bench_${impl}_${sz%%:*}" 0 "$impl" --mode bench --params "${sz#*:}" --size-name "${sz%%:*}" "${BARGS[@]}"
   done
 done
-# Hardening overhead: the same baseline with every check off.
-run "bench_baseline_full_8k_nochecks" 0 baseline --mode bench --params M=8192,K=8192,N=28672 --warmup 5 --iters 20 --min-time 1.0 --skip-check all
-run "bench_baseline_full_8k_again" 0 baseline --mode bench --params M=8192,K=8192,N=28672 --warmup 5 --iters 20 --min-time 1.0
+# Hardening overhead (see the header): interleaved, paced, same step period.
+PACE=${PACE:-80}
+P8=(--mode bench --params M=8192,K=8192,N=28672 --warmup 2 --iters 15 --min-time 0)
+for i in 1 2 3 4 5; do
+  if [ $((i % 2)) = 1 ]; then run "overhead_on_$i" 0 baseline "${P8[@]}" --pace-ms "$PACE"
+  else run "overhead_off_$i" 0 baseline "${P8[@]}" --pace-ms "$PACE" --skip-check all; fi
+done
+# ... and unpaced (back-to-back when checks are off), for comparison.
+run "overhead_off_unpaced" 0 baseline "${P8[@]}" --iters 200 --skip-check all
+run "overhead_on_unpaced" 0 baseline "${P8[@]}" --iters 40
 
 # ---- torch.matmul on the same shapes (outside reference, not part of cuco)
 python3 - "$RES" "${BSIZES[@]}" <<'PY' >>"$LOG" 2>&1
@@ -243,12 +275,23 @@ for size, fl in flops.items():
     tr = by.get("torch_" + size)
     if tr and "median_ms" in tr:
         L.append("| %s | torch.matmul (outside) | %.4f | | | | 30 | %.0f | | |" % (size, tr["median_ms"], tr["tflops"]))
-a = (by.get("bench_baseline_full_8k_nochecks") or {}).get("timing") or {}
-b = (by.get("bench_baseline_full_8k_again") or {}).get("timing") or {}
-c = (by.get("bench_baseline_full_8k") or {}).get("timing") or {}
-if a and b:
-    L += ["", "hardening overhead (baseline, full_8k): checks off %.4f ms, checks on %.4f / %.4f ms -> %+.2f%%" % (
-        a["median_ms"], c.get("median_ms", float("nan")), b["median_ms"], 100 * (b["median_ms"] / a["median_ms"] - 1))]
+def med(key):
+    t = (by.get(key) or {}).get("timing") or {}
+    return t.get("median_ms")
+on = [m for m in (med("overhead_on_%d" % i) for i in (1, 3, 5)) if m]
+off = [m for m in (med("overhead_off_%d" % i) for i in (2, 4)) if m]
+if on and off:
+    mon, moff = sorted(on)[len(on) // 2], sorted(off)[len(off) // 2]
+    L += ["", "hardening overhead (baseline full_8k, interleaved on/off/on/off/on, paced: each step "
+          "starts %s ms after the last): checks on %s -> median %.4f ms; checks off %s -> median %.4f ms; "
+          "on/off = %.4f (%+.2f%%)" % (((by.get("overhead_off_2") or {}).get("timing") or {}).get("pace_ms"),
+          " ".join("%.4f" % x for x in on), mon, " ".join("%.4f" % x for x in off), moff, mon / moff,
+          100 * (mon / moff - 1))]
+else:
+    L += ["", "hardening overhead: runs missing (on %s, off %s)" % (on, off)]
+uo, un = med("overhead_on_unpaced"), med("overhead_off_unpaced")
+if uo and un:
+    L += ["unpaced (checks off runs GEMMs back to back): on %.4f ms, off %.4f ms, on/off = %.4f" % (uo, un, uo / un)]
 bad = [r["label"] for r in recs if "as_expected" in r and not r["as_expected"]]
 L += ["", "unexpected: " + (", ".join(bad) if bad else "none"), "total %s s" % secs]
 open(out + "/summary.md", "w").write("\n".join(L) + "\n")
