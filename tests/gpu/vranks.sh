@@ -155,6 +155,8 @@ if [ "$PART" != proto ] && [ -f "$WL/reference.cu" ] && [ -f "$ROOT/runtime/rt_m
       echo "-- exit $rc after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s" >>"$LOG"
       [ -f "$res" ] && tr -d '\n' <"$res" >>"$JSON" && echo >>"$JSON"
       if [ "$want" = any ]; then ok "$name (exit $rc, not asserted)"
+      elif [ "$want" = hang ] && [ "$rc" -eq 4 ] && grep -q "a peer never arrived" "$OUT/stderr.txt" "$LOG"; then
+        ok "$name (exit 4: the barrier names the peer that never arrived)"
       elif [ "$rc" -eq "$want" ]; then ok "$name (exit $rc)"
       else not_ok "$name" "exit $rc, wanted $want: $(tail -3 "$OUT/stderr.txt")"; fi
       # (a run without --vranks is the real-mode refusal: no protocol test)
@@ -197,7 +199,11 @@ if [ "$PART" != proto ] && [ -f "$WL/reference.cu" ] && [ -f "$ROOT/runtime/rt_m
       cn=cheat_$(basename "$c" .cu)
       [ -x "$OBJ/$cn" ] || continue  # PART=quick builds only the two-rank ones
       case $cn in
-        cheat_stale_flags | cheat_skip_rank | cheat_no_wait) want=3 ;;
+        cheat_stale_flags | cheat_no_wait) want=3 ;;
+        # A rank that skips its step never arrives at the barrier: its peer's
+        # wait times out naming it (seen on the H200, 2026-11-29), the
+        # emulation's form of the hang that the tool reports for real ranks.
+        cheat_skip_rank) want=hang ;;
         *) want=any ;;
       esac
       wrun "$cn --vranks 2 small_b" "$want" "$cn" --params M=200,K=136,N=120 --vranks 2 --seed 11
