@@ -625,3 +625,21 @@ int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
     llm_embedding_release(out);
   return rc;
 }
+
+void llm_read_usage_model(json_t *root, const char *in_key,
+                          const char *out_key, struct llm_response *resp)
+{
+  json_t *usage = json_object_get(root, "usage");
+  json_t *model = json_object_get(root, "model");
+
+  if (json_is_object(usage)) {
+    json_t *it = json_object_get(usage, in_key);
+    json_t *ot = json_object_get(usage, out_key);
+    if (json_is_integer(it) && json_integer_value(it) >= 0)
+      resp->tokens_in = (long)json_integer_value(it);
+    if (json_is_integer(ot) && json_integer_value(ot) >= 0)
+      resp->tokens_out = (long)json_integer_value(ot);
+  }
+  if (json_is_string(model))
+    snprintf(resp->model, sizeof(resp->model), "%s", json_string_value(model));
+}

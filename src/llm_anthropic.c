@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "llm.h"
+#include "llm_impl.h"
 
 char *llm_anthropic_body(const struct llm_model *m,
                          const struct llm_request *r, int max_tokens)
@@ -61,7 +62,7 @@ enum llm_outcome llm_anthropic_parse(const char *body, size_t len,
 {
   json_error_t je;
   json_t *root = json_loadb(body, len, 0, &je);
-  json_t *content, *usage, *sr, *model, *blk;
+  json_t *content, *sr, *blk;
   enum llm_outcome o = LLM_OK;
   size_t i, n = 0;
   char *p;
@@ -73,18 +74,7 @@ enum llm_outcome llm_anthropic_parse(const char *body, size_t len,
     o = LLM_MALFORMED;
     goto out;
   }
-  usage = json_object_get(root, "usage");
-  if (json_is_object(usage)) {
-    json_t *it = json_object_get(usage, "input_tokens");
-    json_t *ot = json_object_get(usage, "output_tokens");
-    if (json_is_integer(it) && json_integer_value(it) >= 0)
-      resp->tokens_in = (long)json_integer_value(it);
-    if (json_is_integer(ot) && json_integer_value(ot) >= 0)
-      resp->tokens_out = (long)json_integer_value(ot);
-  }
-  model = json_object_get(root, "model");
-  if (json_is_string(model))
-    snprintf(resp->model, sizeof(resp->model), "%s", json_string_value(model));
+  llm_read_usage_model(root, "input_tokens", "output_tokens", resp);
   sr = json_object_get(root, "stop_reason");
   if (json_is_string(sr))
     snprintf(resp->finish_reason, sizeof(resp->finish_reason), "%s",

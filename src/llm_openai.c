@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "llm.h"
+#include "llm_impl.h"
 
 char *llm_openai_body(const struct llm_model *m, const struct llm_request *r,
                       int max_tokens)
@@ -92,7 +93,7 @@ enum llm_outcome llm_openai_parse(const char *body, size_t len,
 {
   json_error_t je;
   json_t *root = json_loadb(body, len, 0, &je);
-  json_t *choices, *c0, *msg, *usage, *fr, *refusal, *model;
+  json_t *choices, *c0, *msg, *fr, *refusal;
   enum llm_outcome o = LLM_OK;
 
   why[0] = '\0';
@@ -102,18 +103,7 @@ enum llm_outcome llm_openai_parse(const char *body, size_t len,
     o = LLM_MALFORMED;
     goto out;
   }
-  usage = json_object_get(root, "usage");
-  if (json_is_object(usage)) {
-    json_t *pt = json_object_get(usage, "prompt_tokens");
-    json_t *ct = json_object_get(usage, "completion_tokens");
-    if (json_is_integer(pt) && json_integer_value(pt) >= 0)
-      resp->tokens_in = (long)json_integer_value(pt);
-    if (json_is_integer(ct) && json_integer_value(ct) >= 0)
-      resp->tokens_out = (long)json_integer_value(ct);
-  }
-  model = json_object_get(root, "model");
-  if (json_is_string(model))
-    snprintf(resp->model, sizeof(resp->model), "%s", json_string_value(model));
+  llm_read_usage_model(root, "prompt_tokens", "completion_tokens", resp);
   choices = json_object_get(root, "choices");
   if (!choices) {
     json_t *em = json_object_get(json_object_get(root, "error"), "message");
