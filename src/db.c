@@ -5,6 +5,7 @@
  * fixed allow-list, never from input).
  */
 #include "db.h"
+#include "llm.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -826,4 +827,22 @@ char *db_meta_summary_latest(struct db *db, int64_t run_id, int island)
     t = dup_col(st, 0);
   sqlite3_finalize(st);
   return t;
+}
+
+void db_llm_call_from_record(struct db_llm_call *c, int64_t run_id,
+                             const struct llm_record *rec)
+{
+  memset(c, 0, sizeof(*c));
+  c->run_id = run_id;
+  c->provider = rec->provider;
+  c->model = rec->model;
+  c->purpose = rec->purpose;
+  c->prompt = rec->prompt;
+  c->response = rec->response;
+  c->tokens_in = rec->tokens_in;
+  c->tokens_out = rec->tokens_out;
+  c->cost_usd = rec->cost_usd;
+  c->latency_s = rec->latency_s;
+  c->outcome = rec->outcome;
+  c->error = rec->error;
 }

@@ -153,6 +153,13 @@ struct db_llm_call {
   const char *outcome, *error;
 };
 
+struct llm_record;
+
+/* Fill *c from one LLM call as the provider layer reports it (llm.h's
+ * recorder), for run_id; strings are borrowed from rec. */
+void db_llm_call_from_record(struct db_llm_call *c, int64_t run_id,
+                             const struct llm_record *rec);
+
 /* Insert an llm_calls row (created_at now); c->id is set.  Borrowed
  * strings. */
 int db_llm_call_insert(struct db *db, struct db_llm_call *c,

@@ -79,19 +79,7 @@ long long search_record(void *ud, const struct llm_record *rec)
   struct db_llm_call c;
   struct err e;
 
-  memset(&c, 0, sizeof(c));
-  c.run_id = s->run.id;
-  c.provider = rec->provider;
-  c.model = rec->model;
-  c.purpose = rec->purpose;
-  c.prompt = rec->prompt;
-  c.response = rec->response;
-  c.tokens_in = rec->tokens_in;
-  c.tokens_out = rec->tokens_out;
-  c.cost_usd = rec->cost_usd;
-  c.latency_s = rec->latency_s;
-  c.outcome = rec->outcome;
-  c.error = rec->error;
+  db_llm_call_from_record(&c, s->run.id, rec);
   pthread_mutex_lock(&s->mu);
   if (db_llm_call_insert(s->db, &c, &e) ||
       db_run_add_spent(s->db, s->run.id, rec->cost_usd, &e)) {

@@ -100,19 +100,7 @@ static long long record_call(void *ud, const struct llm_record *rec)
   if (t->db) {
     struct db_llm_call c;
     struct err e;
-    memset(&c, 0, sizeof(c));
-    c.run_id = t->run_id;
-    c.provider = rec->provider;
-    c.model = rec->model;
-    c.purpose = rec->purpose;
-    c.prompt = rec->prompt;
-    c.response = rec->response;
-    c.tokens_in = rec->tokens_in;
-    c.tokens_out = rec->tokens_out;
-    c.cost_usd = rec->cost_usd;
-    c.latency_s = rec->latency_s;
-    c.outcome = rec->outcome;
-    c.error = rec->error;
+    db_llm_call_from_record(&c, t->run_id, rec);
     if (db_llm_call_insert(t->db, &c, &e) == 0) {
       id = c.id;
       if (db_run_add_spent(t->db, t->run_id, rec->cost_usd, &e))
