@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <ctype.h>
 #include <ini.h>
 #include <math.h>
 #include <stdio.h>
@@ -355,4 +356,14 @@ size_t config_sections(const struct config *c, const char *prefix,
       names[n++] = s;
   }
   return n;
+}
+
+int config_is_ident(const char *s)
+{
+  if (!*s || !(isalpha((unsigned char)*s) || *s == '_'))
+    return 0;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '_')
+      return 0;
+  return 1;
 }

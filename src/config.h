@@ -80,6 +80,8 @@ size_t config_sections(const struct config *c, const char *prefix,
  * ERR_PARSE. */
 int config_parse_long(const char *s, long *out) WARN_UNUSED;
 int config_parse_double(const char *s, double *out) WARN_UNUSED;
+/* A C identifier ([A-Za-z_][A-Za-z0-9_]*): names of params and sizes. */
+int config_is_ident(const char *s);
 /* "4KiB", "512KiB", "64MiB", "1GiB", "4096" -> bytes. */
 int config_parse_bytes(const char *s, unsigned long long *out) WARN_UNUSED;
 

@@ -80,16 +80,6 @@ static int dir_token(struct directive_set *d, const char *k, const char *v,
                  v);
 }
 
-static int is_ident(const char *s)
-{
-  if (!*s || !(isalpha((unsigned char)*s) || *s == '_'))
-    return 0;
-  for (; *s; s++)
-    if (!isalnum((unsigned char)*s) && *s != '_')
-      return 0;
-  return 1;
-}
-
 static int param_token(struct directive_set *d, const char *k, const char *v,
                        int line, struct err *e)
 {
@@ -97,7 +87,7 @@ static int param_token(struct directive_set *d, const char *k, const char *v,
 
   if (!strcmp(k, "choices"))
     return 0; /* documentation; [params] in workload.ini decides */
-  if (!is_ident(k) || strlen(k) >= sizeof(d->params[0].name))
+  if (!config_is_ident(k) || strlen(k) >= sizeof(d->params[0].name))
     return err_set(e, ERR_CHECK, "line %d: bad param name in '%s=%s'", line, k,
                    v);
   if (!*v || strlen(v) >= sizeof(d->params[0].value))

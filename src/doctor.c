@@ -18,29 +18,6 @@
 #include "toolchain.h"
 #include "version.h"
 
-/* Run argv, return its stdout (caller frees) or NULL if it failed. */
-static char *run_capture(const char *const *argv, int *ok)
-{
-  char **env = proc_env_new(proc_env_default_allow, NULL);
-  struct proc_opts o = {0};
-  struct proc_result r;
-  struct err e;
-  char *out = NULL;
-
-  *ok = 0;
-  o.argv = argv;
-  o.envp = (const char *const *)env;
-  o.timeout_s = 30;
-  o.out_max = 256 * 1024;
-  if (proc_run(&o, &r, &e) == 0) {
-    *ok = proc_ok(&r);
-    out = buf_detach(&r.out, NULL);
-    proc_result_release(&r);
-  }
-  proc_env_free(env);
-  return out;
-}
-
 static json_t *probe_cpu(void)
 {
   FILE *f = fopen("/proc/cpuinfo", "r");
@@ -97,7 +74,7 @@ static json_t *probe_gpus(void)
   char driver[64] = "";
   int ok;
 
-  out = run_capture(q, &ok);
+  out = proc_capture(q, 256 * 1024, &ok);
   if (out && ok) {
     for (line = strtok_r(out, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
@@ -117,7 +94,7 @@ static json_t *probe_gpus(void)
   if (driver[0])
     json_object_set_new(g, "driver", json_string(driver));
   if (json_array_size(list) > 0) {
-    t = run_capture(topo, &ok);
+    t = proc_capture(topo, 256 * 1024, &ok);
     if (t && ok)
       json_object_set_new(g, "topology", json_string(t));
     free(t);
@@ -128,28 +105,15 @@ static json_t *probe_gpus(void)
 static json_t *probe_mpi(void)
 {
   static const char *const names[] = {"mpirun", "srun"};
-  const char *path = getenv("PATH");
   json_t *o = json_object();
+  char cand[1024];
   size_t i;
 
-  for (i = 0; i < 2; i++) {
-    const char *p = path;
-    json_t *v = json_null();
-    while (p && *p) {
-      char cand[1024];
-      size_t len = strcspn(p, ":");
-      snprintf(cand, sizeof(cand), "%.*s/%s", (int)len, p, names[i]);
-      if (len && access(cand, X_OK) == 0) {
-        json_decref(v);
-        v = json_string(cand);
-        break;
-      }
-      p += len;
-      if (*p == ':')
-        p++;
-    }
-    json_object_set_new(o, names[i], v);
-  }
+  for (i = 0; i < 2; i++)
+    json_object_set_new(o, names[i],
+                        proc_which(names[i], NULL, cand, sizeof(cand))
+                            ? json_string(cand)
+                            : json_null());
   return o;
 }
 

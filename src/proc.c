@@ -116,18 +116,15 @@ void proc_env_free(char **envp)
   free(envp);
 }
 
-/* posix_spawnp looks argv[0] up in *our* PATH; we want the child's. */
-static const char *resolve(const char *cmd, const char *const *envp, char *out,
-                           size_t n)
+const char *proc_which(const char *cmd, const char *path_var, char *out,
+                       size_t n)
 {
-  const char *path = NULL;
-  size_t i;
+  const char *path = path_var ? path_var : getenv("PATH");
 
-  if (strchr(cmd, '/'))
-    return cmd;
-  for (i = 0; envp && envp[i]; i++)
-    if (!strncmp(envp[i], "PATH=", 5))
-      path = envp[i] + 5;
+  if (strchr(cmd, '/')) {
+    snprintf(out, n, "%s", cmd);
+    return out;
+  }
   if (!path)
     path = "/usr/local/bin:/usr/bin:/bin";
   while (*path) {
@@ -141,7 +138,22 @@ static const char *resolve(const char *cmd, const char *const *envp, char *out,
     if (*path == ':')
       path++;
   }
+  if (n)
+    out[0] = '\0';
   return NULL;
+}
+
+/* posix_spawnp looks argv[0] up in *our* PATH; we want the child's. */
+static const char *resolve(const char *cmd, const char *const *envp, char *out,
+                           size_t n)
+{
+  const char *path = "/usr/local/bin:/usr/bin:/bin";
+  size_t i;
+
+  for (i = 0; envp && envp[i]; i++)
+    if (!strncmp(envp[i], "PATH=", 5))
+      path = envp[i] + 5;
+  return proc_which(cmd, path, out, n);
 }
 
 static void drain(int *fd, struct buf *b, int echo_fd)
@@ -330,4 +342,29 @@ const char *proc_describe(const struct proc_result *res, char *buf, size_t n)
     break;
   }
   return buf;
+}
+
+char *proc_capture(const char *const *argv, size_t out_max, int *ok)
+{
+  char **env = proc_env_new(proc_env_default_allow, NULL);
+  struct proc_opts o = {0};
+  struct proc_result r;
+  struct err e;
+  char *out = NULL;
+  size_t n;
+
+  *ok = 0;
+  o.argv = argv;
+  o.envp = (const char *const *)env;
+  o.timeout_s = 30;
+  o.out_max = out_max;
+  if (proc_run(&o, &r, &e) == 0) {
+    *ok = proc_ok(&r);
+    out = buf_detach(&r.out, &n);
+    while (out && n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+      out[--n] = '\0';
+    proc_result_release(&r);
+  }
+  proc_env_free(env);
+  return out;
 }

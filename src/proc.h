@@ -62,6 +62,18 @@ int proc_ok(const struct proc_result *res);
  * "timed out after 5.0 s".  Writes into buf of size n; returns buf. */
 const char *proc_describe(const struct proc_result *res, char *buf, size_t n);
 
+/* Find an executable: cmd itself if it holds a '/', else the first
+ * PATH entry (path_var; NULL = our own $PATH) holding it.  Writes the path
+ * into out and returns out, or NULL (out = "") when not found. */
+const char *proc_which(const char *cmd, const char *path_var, char *out,
+                       size_t n);
+
+/* Run argv with the default allow-listed environment and a 30 s deadline;
+ * its stdout (capped at out_max, trailing newlines and spaces trimmed) is
+ * returned malloc'd, and *ok says whether it exited 0.  NULL when it could
+ * not be started. */
+char *proc_capture(const char *const *argv, size_t out_max, int *ok);
+
 /* Build a NULL-terminated environment holding only the variables named in
  * `allow` that are set in ours, then `extra` ("K=V" strings, may be NULL).
  * The caller frees it with proc_env_free(). */

@@ -25,49 +25,17 @@ static void copy(char *dst, const char *src)
   snprintf(dst, TC_PATH, "%s", src);
 }
 
-/* Run a command and return its stdout (trimmed) in out; 0 on exit 0. */
+/* Run a command and copy its trimmed stdout into out; 0 on exit 0. */
 static int capture(const char *const *argv, char *out, size_t n)
 {
-  char **env = proc_env_new(proc_env_default_allow, NULL);
-  struct proc_opts o = {0};
-  struct proc_result r;
-  struct err e;
-  int rc;
+  int ok;
+  char *s = proc_capture(argv, 64 * 1024, &ok);
 
-  o.argv = argv;
-  o.envp = (const char *const *)env;
-  o.timeout_s = 30;
-  o.out_max = 64 * 1024;
-  rc = proc_run(&o, &r, &e);
-  proc_env_free(env);
-  if (rc)
-    return rc;
-  snprintf(out, n, "%s", buf_str(&r.out));
-  rc = proc_ok(&r) ? 0 : ERR_PROC;
-  proc_result_release(&r);
-  n = strlen(out);
-  while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
-    out[--n] = '\0';
-  return rc;
-}
-
-static int find_in_path(const char *name, char *out)
-{
-  const char *path = getenv("PATH");
-  char cand[TC_PATH];
-
-  while (path && *path) {
-    size_t len = strcspn(path, ":");
-    snprintf(cand, sizeof(cand), "%.*s/%s", (int)len, path, name);
-    if (len && access(cand, X_OK) == 0) {
-      copy(out, cand);
-      return 1;
-    }
-    path += len;
-    if (*path == ':')
-      path++;
-  }
-  return 0;
+  if (!s)
+    return ERR_PROC;
+  snprintf(out, n, "%s", s);
+  free(s);
+  return ok ? 0 : ERR_PROC;
 }
 
 static int header_version(const char *incdir)
@@ -154,7 +122,7 @@ int tc_probe(const struct config *cfg, struct toolchain *tc, struct err *e)
            config_get(cfg, "build", "arch", "sm_90"));
   if (nvcc)
     copy(tc->nvcc, nvcc);
-  else if (!find_in_path("nvcc", tc->nvcc) &&
+  else if (!proc_which("nvcc", NULL, tc->nvcc, TC_PATH) &&
            access("/usr/local/cuda/bin/nvcc", X_OK) == 0)
     copy(tc->nvcc, "/usr/local/cuda/bin/nvcc");
   if (tc->nvcc[0]) {

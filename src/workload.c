@@ -38,22 +38,12 @@ static int split_list(const char *s, char tok[][WORKLOAD_VALUE * 4], int max)
   return -1;
 }
 
-static int is_ident(const char *s)
-{
-  if (!*s || !(isalpha((unsigned char)*s) || *s == '_'))
-    return 0;
-  for (; *s; s++)
-    if (!isalnum((unsigned char)*s) && *s != '_')
-      return 0;
-  return 1;
-}
-
 /* A param choice: an identifier or an integer (it becomes a -D value). */
 static int is_choice(const char *s)
 {
   long v;
 
-  return is_ident(s) || config_parse_long(s, &v) == 0;
+  return config_is_ident(s) || config_parse_long(s, &v) == 0;
 }
 
 static int in_list(const char *v, const char *const *list)
@@ -104,7 +94,7 @@ int workload_parse_shape(const char *text, struct workload_size *s,
       return err_set(e, ERR_PARSE, "shape '%.80s': '%s' is not KEY=VALUE",
                      text, tok[i]);
     *eq = '\0';
-    if (!is_ident(tok[i]) || strlen(tok[i]) >= 32)
+    if (!config_is_ident(tok[i]) || strlen(tok[i]) >= 32)
       return err_set(e, ERR_PARSE, "shape '%.80s': bad key '%s'", text,
                      tok[i]);
     if (config_parse_long(eq + 1, &v) || v <= 0 || v > (1L << 40))
@@ -354,7 +344,7 @@ static int load_workload_key(struct workload *w, const struct config_entry *en,
     for (i = 0; i < n; i++) {
       if (!*tok[i] && n == 1)
         break;
-      if (!is_ident(tok[i]) || strlen(tok[i]) >= WORKLOAD_NAME)
+      if (!config_is_ident(tok[i]) || strlen(tok[i]) >= WORKLOAD_NAME)
         return err_set(e, ERR_CONFIG, "%s: bad library name '%s'", en->origin,
                        tok[i]);
       snprintf(w->libs[w->nlibs++], WORKLOAD_NAME, "%s", tok[i]);
@@ -378,7 +368,8 @@ static int load_entry(struct workload *w, const struct config_entry *en,
     if (w->nsizes >= WORKLOAD_MAX_SIZES)
       return err_set(e, ERR_CONFIG, "%s: more than %d sizes", en->origin,
                      WORKLOAD_MAX_SIZES);
-    if (!is_ident(k) || strlen(k) >= WORKLOAD_NAME || workload_find_size(w, k))
+    if (!config_is_ident(k) || strlen(k) >= WORKLOAD_NAME ||
+        workload_find_size(w, k))
       return err_set(e, ERR_CONFIG, "%s: bad or repeated size name '%s'",
                      en->origin, k);
     sz = &w->sizes[w->nsizes];
@@ -428,7 +419,7 @@ static int load_entry(struct workload *w, const struct config_entry *en,
     if (w->nparams >= WORKLOAD_MAX_PARAMS)
       return err_set(e, ERR_CONFIG, "%s: more than %d params", en->origin,
                      WORKLOAD_MAX_PARAMS);
-    if (!is_ident(k) || strlen(k) >= WORKLOAD_NAME ||
+    if (!config_is_ident(k) || strlen(k) >= WORKLOAD_NAME ||
         workload_find_param(w, k))
       return err_set(e, ERR_CONFIG, "%s: bad or repeated param name '%s'",
                      en->origin, k);
@@ -458,7 +449,7 @@ static int load_entry(struct workload *w, const struct config_entry *en,
       return 0;
     }
     if (!strcmp(k, "metric")) {
-      if (!is_ident(en->value) || strlen(en->value) >= WORKLOAD_NAME)
+      if (!config_is_ident(en->value) || strlen(en->value) >= WORKLOAD_NAME)
         return err_set(e, ERR_CONFIG, "%s: bad metric name '%s'", en->origin,
                        en->value);
       snprintf(w->ff_metric, sizeof(w->ff_metric), "%s", en->value);
