@@ -4,20 +4,18 @@
 # that does not compile, the judge's diagnosis, the fixed stage 2, the
 # EVOLVE marking.  Without a GPU the candidates are compiled, not run.
 . "$(dirname "$0")/lib.sh"
-FAKE=$ROOT/${BUILD:-build}/tests/fakellm
 export CUCO_ROOT=$ROOT CUCO_CACHE_DIR=$ROOT/${BUILD:-build}/cuco-cache
 export CUCO_LLM_PROVIDER=openai CUCO_LLM_MODEL=gpt-4.1-2025-04-14
 unset CUCO_LLM_API_KEY_ENV
 
-# start_fake SCENARIO: sets PORT and FAKEPID
+. "$(dirname "$0")/fakellm.sh"
+# start_fake SCENARIO: a fresh server (its own port and log files, so a stale
+# port from the previous one is never read back)
 start_fake() {
-  "$FAKE" --scenario "$1" --log "$TMP/requests.jsonl" >"$TMP/port" &
-  FAKEPID=$!
-  for _ in $(seq 50); do [ -s "$TMP/port" ] && break; sleep 0.1; done
-  PORT=$(awk '{print $2}' "$TMP/port")
-  export CUCO_LLM_BASE_URL=http://127.0.0.1:$PORT/v1
+  fakellm_start "$1" || exit 1
+  export CUCO_LLM_BASE_URL=$FAKELLM_URL/v1
 }
-stop_fake() { kill "$FAKEPID" 2>/dev/null; wait "$FAKEPID" 2>/dev/null; }
+stop_fake() { fakellm_stop; }
 mkwl() { # a copy of workloads/gemm_allgather (its hand-written seed too)
   mkdir -p "$1"
   cp "$ROOT"/workloads/gemm_allgather/*.cu "$ROOT"/workloads/gemm_allgather/*.cuh \
@@ -55,7 +53,6 @@ if [ -n "${QUICK:-}" ] || ! command -v nvcc >/dev/null; then
   ok "# SKIP recorded transformation (no nvcc)"
   done_testing; exit
 fi
-rm -f "$TMP/requests.jsonl"
 start_fake "$ROOT/tests/data/transform/gemm_allgather"
 expect_rc "recorded transformation runs to a seed" 0 "$CUCO" transform "$W" --max-iters 4
 stop_fake
@@ -84,7 +81,7 @@ if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["summary"]; 
 else
   not_ok "no host collective left, one device kernel" "$(head -c 300 "$TMP/out")"
 fi
-if python3 - "$L/llm_calls.jsonl" "$TMP/requests.jsonl" "$L/transform.json" <<'PY'
+if python3 - "$L/llm_calls.jsonl" "$FAKELLM_LOG" "$L/transform.json" <<'PY'
 import json, sys
 calls = [json.loads(l) for l in open(sys.argv[1])]
 assert [c["purpose"] for c in calls] == ["transform", "transform", "judge", "transform", "transform"], calls
