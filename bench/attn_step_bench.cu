@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "attn_step.cuh"
+#include "attn_step_ref.h"
 
 #define CK(x)                                                                          \
   do {                                                                                 \
@@ -55,29 +56,9 @@ static int g_checks, g_failures;
 // ---------------------------------------------------------------------------
 // Host data.
 
-static uint16_t f2bf(float f) {  // round to nearest even (inputs are finite)
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1);
-  return (uint16_t)(u >> 16);
-}
-static float bf2f(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-struct Rng {
-  uint64_t s;
-  explicit Rng(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 1) {}
-  uint32_t next() {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    return (uint32_t)(s >> 32);
-  }
-  float uni() { return (next() >> 8) * (1.f / 16777216.f); }            // [0,1)
-  float normalish() { return (uni() + uni() + uni() - 1.5f) * 2.f; }    // mean 0, var 1
-};
+static uint16_t f2bf(float f) { return attn_ref_f2bf(f); }
+static float bf2f(uint16_t b) { return attn_ref_bf2f(b); }
+using Rng = AttnRng;
 
 // One global sequence of S tokens: Q [S][Hq][D], K and V [S][Hkv][D] in one
 // buffer (K then V), bf16, on host and device.
@@ -130,25 +111,10 @@ static void free_seq(Seq &s) {
 static void ref_row(const Seq &s, int p, int h, bool causal, double scale, double *o,
                     double *lse) {
   int kvh = h / (s.hq / s.hkv);
-  int n = causal ? p + 1 : s.S;
-  std::vector<double> sc(n), qv(s.d);
-  for (int i = 0; i < s.d; i++) qv[i] = s.qh(p, h, i);
-  double mx = -INFINITY;
-  for (int j = 0; j < n; j++) {
-    double a = 0;
-    for (int i = 0; i < s.d; i++) a += qv[i] * s.kh(j, kvh, i);
-    sc[j] = a * scale;
-    mx = std::max(mx, sc[j]);
-  }
-  double l = 0;
-  for (int i = 0; i < s.d; i++) o[i] = 0;
-  for (int j = 0; j < n; j++) {
-    double w = exp(sc[j] - mx);
-    l += w;
-    for (int i = 0; i < s.d; i++) o[i] += w * s.vh(j, kvh, i);
-  }
-  for (int i = 0; i < s.d; i++) o[i] /= l;
-  *lse = mx + log(l);
+  long long ld = (long long)s.hkv * s.d;
+  const uint16_t *k = s.kv.data() + (size_t)kvh * s.d;
+  *lse = attn_ref_row(s.q.data() + ((size_t)p * s.hq + h) * s.d, k, k + (size_t)s.S * ld, ld,
+                      causal ? p + 1 : s.S, s.d, scale, o);
 }
 
 // Device state of `rows` rows.

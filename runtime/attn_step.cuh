@@ -73,6 +73,37 @@
 #define ATTN_Q_TILE 128
 #define ATTN_KV_TILE 64
 
+// ---------------------------------------------------------------------------
+// Primitives.  On the device: PTX (the same instructions as gemm_tile.cuh's
+// v1).  A host program that defines CUCO_ATTN_EMU before including this
+// header gets the tile code as host functions whose primitives call the
+// cuco_attn_emu:: functions it defines (tests/cli/attn_step_emu.cu: 256
+// fibers per CTA, warp-collective ldmatrix/mma/shuffle by the PTX fragment
+// layouts), so the kernel's own index math runs on a CPU.  Without
+// CUCO_ATTN_EMU nothing of this exists on the host.
+
+#ifdef CUCO_ATTN_EMU
+#define CUCO_ATTN_FN __host__ __device__ __forceinline__
+namespace cuco_attn_emu {
+int tid();
+void sync_cta();
+float shfl_xor(float v, int mask);
+void cp_async16(void *dst, const void *src, int bytes);
+void cp_async_commit();
+void cp_async_wait(int n);
+void ldmatrix_x4(unsigned (&r)[4], const void *p, bool trans);
+void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1);
+}  // namespace cuco_attn_emu
+#else
+#define CUCO_ATTN_FN __device__ __forceinline__
+#endif
+
+#if defined(__CUDA_ARCH__) || !defined(CUCO_ATTN_EMU)
+#define CUCO_ATTN_DEV 1  // this pass compiles the PTX side
+#else
+#define CUCO_ATTN_DEV 0
+#endif
+
 namespace cuco_attn {
 
 constexpr int kThreads = ATTN_STEP_THREADS;
@@ -81,58 +112,110 @@ constexpr int kBN = ATTN_KV_TILE;  // keys per block
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-// ---------------------------------------------------------------------------
-// PTX wrappers (the same instructions as gemm_tile.cuh's v1).
+CUCO_ATTN_FN int tid() {
+#if CUCO_ATTN_DEV
+  return threadIdx.x;
+#else
+  return cuco_attn_emu::tid();
+#endif
+}
+CUCO_ATTN_FN void sync_cta() {
+#if CUCO_ATTN_DEV
+  __syncthreads();
+#else
+  cuco_attn_emu::sync_cta();
+#endif
+}
+CUCO_ATTN_FN float shfl_xor(float v, int mask) {
+#if CUCO_ATTN_DEV
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+#else
+  return cuco_attn_emu::shfl_xor(v, mask);
+#endif
+}
 
+#if CUCO_ATTN_DEV
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
+#endif
 
-// 16-byte async copy; `bytes` (0 or 16 here) are read from src, the rest of
-// the 16 are zero-filled.  With bytes == 0 nothing is read from src.
-__device__ __forceinline__ void cp_async16(unsigned dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(bytes)
+// 16-byte async copy to shared memory; `bytes` (0 or 16 here) are read from
+// src, the rest of the 16 are zero-filled.  With bytes == 0 nothing is read.
+// The destination is element `off` of the shared array at `base` (the
+// 32-bit shared address of base is loop-invariant, the offset is not).
+CUCO_ATTN_FN void cp_async16(__nv_bfloat16 *base, int off, const void *src, int bytes) {
+#if CUCO_ATTN_DEV
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(base) + off * 2),
+               "l"(src), "r"(bytes)
                : "memory");
+#else
+  cuco_attn_emu::cp_async16(base + off, src, bytes);
+#endif
 }
-__device__ __forceinline__ void cp_async_commit() {
+CUCO_ATTN_FN void cp_async_commit() {
+#if CUCO_ATTN_DEV
   asm volatile("cp.async.commit_group;\n" ::: "memory");
+#else
+  cuco_attn_emu::cp_async_commit();
+#endif
 }
 template <int N>
-__device__ __forceinline__ void cp_async_wait() {
+CUCO_ATTN_FN void cp_async_wait() {
+#if CUCO_ATTN_DEV
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#else
+  cuco_attn_emu::cp_async_wait(N);
+#endif
 }
 
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+// Four 8x8 b16 matrices from element `off` of the shared array at `base`
+// (each lane gives the address of one row).
+CUCO_ATTN_FN void ldmatrix_x4(unsigned (&r)[4], const __nv_bfloat16 *base, int off) {
+#if CUCO_ATTN_DEV
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
+               : "r"(smem_addr(base) + off * 2));
+#else
+  cuco_attn_emu::ldmatrix_x4(r, base + off, false);
+#endif
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
+CUCO_ATTN_FN void ldmatrix_x4_trans(unsigned (&r)[4], const __nv_bfloat16 *base, int off) {
+#if CUCO_ATTN_DEV
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
+               : "r"(smem_addr(base) + off * 2));
+#else
+  cuco_attn_emu::ldmatrix_x4(r, base + off, true);
+#endif
 }
 
 // D = A*B + D, m16n8k16, A row-major / B column-major fragments.
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0,
-                                         unsigned b1) {
+CUCO_ATTN_FN void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#if CUCO_ATTN_DEV
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
       "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  cuco_attn_emu::mma_bf16(d, a, b0, b1);
+#endif
 }
 
 // 2^x (MUFU.EX2; 2^-inf = +0).
-__device__ __forceinline__ float ex2(float x) {
+CUCO_ATTN_FN float ex2(float x) {
+#if CUCO_ATTN_DEV
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+#else
+  return exp2f(x);
+#endif
 }
 
 // Two floats as one register of two bf16 (lo in the low half).
-__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
+CUCO_ATTN_FN unsigned pack_bf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<unsigned *>(&v);
 }
@@ -141,21 +224,21 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
 // D/8 >= 8 chunks).  8 consecutive rows read at one logical chunk land in 8
 // different 16-byte bank groups.
 template <int D>
-__device__ __forceinline__ int swz(int row, int chunk) {
+CUCO_ATTN_FN int swz(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
 // Copy `rows` rows of D bf16 (global row stride `ld` elements, valid rows
 // [0, valid)) into a swizzled smem tile; rows >= valid are zero-filled.
 template <int D, int ROWS>
-__device__ __forceinline__ void load_rows(__nv_bfloat16 *s, const __nv_bfloat16 *g, long long ld,
+CUCO_ATTN_FN void load_rows(__nv_bfloat16 *s, const __nv_bfloat16 *g, long long ld,
                                           int valid) {
   constexpr int kChunks = D / 8;
   constexpr int kPer = ROWS * kChunks / kThreads;
   static_assert((ROWS * kChunks) % kThreads == 0, "tile chunks must split evenly");
 #pragma unroll
   for (int j = 0; j < kPer; j++) {
-    int i = threadIdx.x + j * kThreads;
+    int i = tid() + j * kThreads;
     int r = i / kChunks, c = i % kChunks;
     const __nv_bfloat16 *src = g;
     int bytes = 0;
@@ -163,13 +246,13 @@ __device__ __forceinline__ void load_rows(__nv_bfloat16 *s, const __nv_bfloat16 
       src = g + (long long)r * ld + c * 8;
       bytes = 16;
     }
-    cp_async16(smem_addr(s + swz<D>(r, c)), src, bytes);
+    cp_async16(s, swz<D>(r, c), src, bytes);
   }
 }
 
 // Last key index (relative to the range) visible to query row i (relative),
 // clamped to [-1, kv_rows - 1]; -1 = the row sees nothing.
-__device__ __forceinline__ int row_lim(const attn_step_args &a, int i) {
+CUCO_ATTN_FN int row_lim(const attn_step_args &a, int i) {
   long long lim = a.kv_rows - 1;
   if (a.mask == ATTN_MASK_CAUSAL) {
     long long c = a.q_pos0 + i - a.kv_pos0;  // key j visible iff j <= c
@@ -182,14 +265,14 @@ __device__ __forceinline__ int row_lim(const attn_step_args &a, int i) {
 // The tile: 8 warps x 16 query rows, D in {64, 128}.
 
 template <int D>
-__device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, int head,
+CUCO_ATTN_FN void step_tile(const attn_step_args &a, int q_tile, int head,
                                           void *smem_raw) {
   constexpr int kDK = D / 16;    // k-steps of S = Q K^T
   constexpr int kNS = kBN / 8;   // n8 fragments of S per warp (8)
   constexpr int kND = D / 8;     // n8 fragments of the output per warp
   constexpr int kKV = kBN * D;   // elements of one K (or V) block
 
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int lane = tid() & 31, warp = tid() >> 5;
   const int hq = a.shape.hq, hkv = a.shape.hkv;
   const int kvh = head / (hq / hkv);
   const int row0 = q_tile * kBM;  // first query row of the tile
@@ -256,7 +339,7 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
     }
   }
 
-  float scale = a.shape.scale > 0.f ? a.shape.scale : rsqrtf((float)D);
+  float scale = a.shape.scale > 0.f ? a.shape.scale : 1.f / sqrtf((float)D);
   const float sl2 = scale * kLog2e;
 
   for (int blk = 0; blk < nblk; blk++) {
@@ -265,7 +348,7 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
     if (blk + 1 < nblk) load_kv((blk + 1) & 1, blk + 1);
     cp_async_commit();
     cp_async_wait<1>();  // all but the newest group: Q and block blk landed
-    __syncthreads();
+    sync_cta();
 
     const __nv_bfloat16 *sK = sKV + (blk & 1) * 2 * kKV;
     const __nv_bfloat16 *sV = sK + kKV;
@@ -279,14 +362,14 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
 #pragma unroll
     for (int kk = 0; kk < kDK; kk++) {
       unsigned qf[4];
-      ldmatrix_x4(qf, smem_addr(sQ + swz<D>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4))));
+      ldmatrix_x4(qf, sQ, swz<D>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
 #pragma unroll
       for (int n = 0; n < kNS; n += 2) {
         // matrices: keys n*8+0..7 / d chunk 2kk, same keys / 2kk+1, keys
         // n*8+8..15 / 2kk, those keys / 2kk+1  ->  b[n][0], b[n][1], b[n+1][0..1]
         unsigned kf[4];
         int key = n * 8 + (lane & 7) + ((lane >> 4) << 3);
-        ldmatrix_x4(kf, smem_addr(sK + swz<D>(key, kk * 2 + ((lane >> 3) & 1))));
+        ldmatrix_x4(kf, sK, swz<D>(key, kk * 2 + ((lane >> 3) & 1)));
         mma_bf16(s[n], qf, kf[0], kf[1]);
         mma_bf16(s[n + 1], qf, kf[2], kf[3]);
       }
@@ -309,8 +392,8 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
       float mx = -INFINITY;
 #pragma unroll
       for (int n = 0; n < kNS; n++) mx = fmaxf(mx, fmaxf(s[n][r * 2], s[n][r * 2 + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      mx = fmaxf(mx, shfl_xor(mx, 1));
+      mx = fmaxf(mx, shfl_xor(mx, 2));
       // mx is a raw score (or -inf); the state is in log2 units.
       float m_new = fmaxf(m_run[r], mx * sl2);
       alpha[r] = m_new == m_run[r] ? 1.f : ex2(m_run[r] - m_new);
@@ -349,12 +432,12 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
         // matrices: keys 0-7 / d chunk n, keys 8-15 / n, keys 0-7 / n+1,
         // keys 8-15 / n+1 (transposed)  ->  b[n][0], b[n][1], b[n+1][0..1]
         unsigned vf[4];
-        ldmatrix_x4_trans(vf, smem_addr(sV + swz<D>(kk * 16 + (lane & 15), n + (lane >> 4))));
+        ldmatrix_x4_trans(vf, sV, swz<D>(kk * 16 + (lane & 15), n + (lane >> 4)));
         mma_bf16(acc[n], pf, vf[0], vf[1]);
         mma_bf16(acc[n + 1], pf, vf[2], vf[3]);
       }
     }
-    __syncthreads();  // every warp is done with this stage before it is refilled
+    sync_cta();  // every warp is done with this stage before it is refilled
   }
   cp_async_wait<0>();  // the last (empty) group; nothing is in flight on return
 
@@ -362,8 +445,8 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    l += shfl_xor(l, 1);
+    l += shfl_xor(l, 2);
     if (!live[r]) continue;
     long long srow = (long long)a.state_row0 + qi[r];
     if (t4 == 0) {
@@ -375,7 +458,7 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
     for (int n = 0; n < kND; n++)
       *reinterpret_cast<float2 *>(pa + n * 8) = make_float2(acc[n][r * 2], acc[n][r * 2 + 1]);
   }
-  __syncthreads();  // smem may be reused by the caller
+  sync_cta();  // smem may be reused by the caller
 }
 
 template <int D>
@@ -399,48 +482,56 @@ __global__ void init_kernel(attn_state st, long long n_ml, long long n_acc) {
   }
 }
 
-// dst <- merge(dst, src): one warp per (row, head), lanes over d.
-__global__ void merge_kernel(attn_state dst, attn_state src, int hq, int d) {
-  long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  int lane = threadIdx.x & 31;
-  if (w >= (long long)dst.rows * hq) return;
-  long long row = w / hq;
-  int h = (int)(w % hq);
-  long long iml_d = (long long)h * dst.rows + row, iml_s = (long long)h * src.rows + row;
-  float md = dst.m[iml_d], ms = src.m[iml_s];
-  float m = fmaxf(md, ms);
-  if (m == -INFINITY || ms == -INFINITY) return;  // src saw nothing: dst untouched
-  // A dst row that saw nothing takes src as is (its acc and l are not read,
-  // so they cannot turn into NaN through 0 * garbage).
-  bool fresh = md == -INFINITY;
-  float ad = md == m ? 1.f : ex2(md - m);
+// dst <- merge(dst, src) for one (row, head): its m, l and acc[0, d), by
+// `lanes` threads (this is `lane`) that split acc.  A src row that saw
+// nothing leaves dst untouched; a dst row that saw nothing takes src as is
+// (its acc and l are not read, so they cannot turn into NaN via 0 * garbage).
+CUCO_ATTN_FN void merge_row(float *md, float *ld, float *accd, float ms, float ls,
+                            const float *accs, int d, int lane, int lanes) {
+  float mo = *md;
+  float m = fmaxf(mo, ms);
+  if (m == -INFINITY || ms == -INFINITY) return;
+  bool fresh = mo == -INFINITY;
+  float ad = mo == m ? 1.f : ex2(mo - m);
   float as = ms == m ? 1.f : ex2(ms - m);
-  float *ac = dst.acc + (row * hq + h) * d;
-  const float *sc = src.acc + (row * hq + h) * d;
-  for (int i = lane; i < d; i += 32) ac[i] = (fresh ? 0.f : ac[i] * ad) + sc[i] * as;
+  for (int i = lane; i < d; i += lanes) accd[i] = (fresh ? 0.f : accd[i] * ad) + accs[i] * as;
   if (lane == 0) {
-    dst.l[iml_d] = (fresh ? 0.f : dst.l[iml_d] * ad) + src.l[iml_s] * as;
-    dst.m[iml_d] = m;
+    *ld = (fresh ? 0.f : *ld * ad) + ls * as;
+    *md = m;
   }
 }
 
-// O = acc / l (bf16), LSE = (m + log2 l) ln 2; a row that saw nothing: 0, -inf.
+// O = acc / l (bf16, may be null) and LSE = (m + log2 l) ln 2 (may be null)
+// of one (row, head), by `lanes` threads; a row that saw nothing: 0, -inf.
+CUCO_ATTN_FN void finalize_row(float m, float l, const float *acc, int d, __nv_bfloat16 *o,
+                               float *lse, int lane, int lanes) {
+  bool seen = m != -INFINITY && l > 0.f;
+  float inv = seen ? 1.f / l : 0.f;
+  if (o)
+    for (int i = lane; i < d; i += lanes) o[i] = __float2bfloat16_rn(seen ? acc[i] * inv : 0.f);
+  if (lse && lane == 0) *lse = seen ? (m + log2f(l)) * kLn2 : -INFINITY;
+}
+
+// One warp per (row, head), lanes over d.
+__global__ void merge_kernel(attn_state dst, attn_state src, int hq, int d) {
+  long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  if (w >= (long long)dst.rows * hq) return;
+  long long row = w / hq;
+  int h = (int)(w % hq);
+  long long id = (long long)h * dst.rows + row, is = (long long)h * src.rows + row;
+  merge_row(dst.m + id, dst.l + id, dst.acc + (row * hq + h) * d, src.m[is], src.l[is],
+            src.acc + (row * hq + h) * d, d, threadIdx.x & 31, 32);
+}
+
 __global__ void finalize_kernel(attn_state st, int hq, int d, __nv_bfloat16 *o, float *lse) {
   long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  int lane = threadIdx.x & 31;
   if (w >= (long long)st.rows * hq) return;
   long long row = w / hq;
   int h = (int)(w % hq);
   long long iml = (long long)h * st.rows + row;
-  float m = st.m[iml], l = st.l[iml];
-  bool seen = m != -INFINITY && l > 0.f;
-  float inv = seen ? 1.f / l : 0.f;
-  if (o) {
-    const float *ac = st.acc + (row * hq + h) * d;
-    __nv_bfloat16 *po = o + (row * hq + h) * d;
-    for (int i = lane; i < d; i += 32) po[i] = __float2bfloat16_rn(seen ? ac[i] * inv : 0.f);
-  }
-  if (lse && lane == 0) lse[iml] = seen ? (m + log2f(l)) * kLn2 : -INFINITY;
+  finalize_row(st.m[iml], st.l[iml], st.acc + (row * hq + h) * d, d,
+               o ? o + (row * hq + h) * d : nullptr, lse ? lse + iml : nullptr,
+               threadIdx.x & 31, 32);
 }
 
 inline bool misaligned(const void *p, uintptr_t a) {
