@@ -605,9 +605,10 @@ int main(int argc, char **argv) {
   for (int mode = 0; mode < 2; mode++) {
     g_early = mode == 1;
     // Tails (S not a multiple of 64 or 128), 2 Q tiles, GQA 4/1 and 2/1.
+    // (Early landing only changes when data arrives: the pipeline tests.)
     test_seq(48, 4, 1, 64, ATTN_MASK_CAUSAL, 0.f, true, 1);
-    test_seq(130, 2, 1, 128, ATTN_MASK_CAUSAL, 0.f, !quick, 2);
-    if (mode == 1 && quick) continue;
+    test_seq(130, 2, 1, 128, ATTN_MASK_CAUSAL, 0.f, !quick && mode == 0, 2);
+    if (mode == 1 || quick) continue;
     test_seq(77, 2, 2, 128, ATTN_MASK_NONE, 0.07f, false, 3, 3.f);
     test_zigzag(200, 2, 2, 1, 64, 4);
     test_untouched(150, 2, 1, 64, 5);
