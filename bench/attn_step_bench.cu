@@ -595,18 +595,18 @@ static void run_bench(const std::vector<int> &sizes, int reps) {
     if (!ok) g_failures++;
     double flop = 2.0 * S * (double)S * hq * d;
     double ms_step = median(t_step), ms_full = median(t_full);
-    printf("BENCH attn_step_v1 causal S=%d hq=%d hkv=%d d=%d: step %.3f ms (%.1f TFLOP/s), "
+    printf("BENCH attn_step_v1 (d=128 min blocks/SM %d) causal S=%d hq=%d hkv=%d d=%d: step %.3f ms (%.1f TFLOP/s), "
            "init+step+finalize %.3f ms (%.1f TFLOP/s), verify %s (rel_l2 %.3g, max_dlse %.3g)\n",
-           S, hq, hkv, d, ms_step, flop / ms_step * 1e-9, ms_full, flop / ms_full * 1e-9,
+           ATTN_STEP_MIN_BLOCKS_D128, S, hq, hkv, d, ms_step, flop / ms_step * 1e-9, ms_full, flop / ms_full * 1e-9,
            ok ? "ok" : "FAILED", e.rel_l2, e.worst_lse);
     fflush(stdout);
     fprintf(g_json,
-            "%s\n  {\"impl\": \"attn_step_v1\", \"S\": %d, \"hq\": %d, \"hkv\": %d, \"d\": %d, "
+            "%s\n  {\"impl\": \"attn_step_v1\", \"min_blocks_d128\": %d, \"S\": %d, \"hq\": %d, \"hkv\": %d, \"d\": %d, "
             "\"causal\": true, \"flop\": %.6g, \"reps\": %d, \"step_median_ms\": %.5f, "
             "\"step_tflops\": %.2f, \"full_median_ms\": %.5f, \"full_tflops\": %.2f, "
             "\"verified\": %s, \"verify_rows\": %lld, \"verify_rel_l2\": %.4g, "
             "\"verify_max_dlse\": %.4g}",
-            first ? "" : ",", S, hq, hkv, d, flop, reps, ms_step, flop / ms_step * 1e-9, ms_full,
+            first ? "" : ",", ATTN_STEP_MIN_BLOCKS_D128, S, hq, hkv, d, flop, reps, ms_step, flop / ms_step * 1e-9, ms_full,
             flop / ms_full * 1e-9, ok ? "true" : "false", e.rows, e.rel_l2, e.worst_lse);
     fflush(g_json);
     first = false;
@@ -633,9 +633,9 @@ static FILE *open_json(const std::string &dir, const char *file, const char *wha
   cudaDriverGetVersion(&drv);
   fprintf(f, "{\"schema\": 1, \"what\": \"%s\", \"device\": \"%s\", \"sms\": %d, "
           "\"cuda_runtime\": %d, \"cuda_driver\": %d, \"q_tile\": %d, \"kv_tile\": %d, "
-          "\"threads\": %d",
+          "\"threads\": %d, \"min_blocks_d128\": %d",
           what, p.name, p.multiProcessorCount, rt, drv, ATTN_Q_TILE, ATTN_KV_TILE,
-          ATTN_STEP_THREADS);
+          ATTN_STEP_THREADS, ATTN_STEP_MIN_BLOCKS_D128);
   return f;
 }
 
@@ -649,7 +649,7 @@ int main(int argc, char **argv) {
     if (a == "--mode" && i + 1 < argc) mode = argv[++i];
     else if (a == "--out" && i + 1 < argc) out = argv[++i];
     else if (a == "--small") small = true;
-    else if (a == "--reps" && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc) reps = (int)strtol(argv[++i], nullptr, 10);
     else if (a == "--sizes" && i + 1 < argc) {
       sizes.clear();
       for (char *p = argv[++i]; *p;) {

@@ -72,6 +72,13 @@
 #define ATTN_STEP_THREADS 256
 #define ATTN_Q_TILE 128
 #define ATTN_KV_TILE 64
+// CTAs per SM that attn_step's d=128 kernel is compiled for (launch bounds):
+// 1 = up to 255 registers (ptxas uses about 200, no spill); 2 = 128
+// registers (a small spill, twice the warps per SM).  Which is faster is for
+// tests/gpu/attn_step.sh to measure (it builds both); d=64 always uses 2.
+#ifndef ATTN_STEP_MIN_BLOCKS_D128
+#define ATTN_STEP_MIN_BLOCKS_D128 1
+#endif
 
 // ---------------------------------------------------------------------------
 // Primitives.  On the device: PTX (the same instructions as gemm_tile.cuh's
@@ -228,6 +235,16 @@ CUCO_ATTN_FN int swz(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
+// swz(row, c + b) split for the ldmatrix loops, where c is even and known at
+// compile time after unrolling and b in {0, 1} is per lane: with x = row & 7,
+//   swz(row, c + b) = rowoff + ((c & ~6) + ((c & 6) ^ (x & 6))) * 8,
+//   rowoff = row * D + ((b ^ x) & 1) * 8.
+// The per-lane part is then one register per operand (plus x & 6) instead of
+// one precomputed offset per unrolled step (which made ptxas spill).
+CUCO_ATTN_FN int swz_c(int rowoff, int x6, int c) {
+  return rowoff + (((c & ~6) + ((c & 6) ^ x6)) << 3);
+}
+
 // Copy `rows` rows of D bf16 (global row stride `ld` elements, valid rows
 // [0, valid)) into a swizzled smem tile; rows >= valid are zero-filled.
 template <int D, int ROWS>
@@ -339,6 +356,17 @@ CUCO_ATTN_FN void step_tile(const attn_step_args &a, int q_tile, int head,
     }
   }
 
+  // ldmatrix row offsets (see swz_c); every operand's rows have row & 7 ==
+  // lane & 7.  Q: rows warp*16 + lane%16, chunk 2kk + lane/16.  K (the B
+  // operand, col-major = K rows): matrices (keys n*8+0..7, chunk 2kk),
+  // (same keys, 2kk+1), (keys n*8+8..15, 2kk), (those, 2kk+1), so lane l
+  // addresses key n*8 + l%8 + 8*(l/16), chunk 2kk + (l/8)%2.  V (.trans):
+  // rows kk*16 + lane%16, chunk n + lane/16.
+  const int x = lane & 7, x6 = lane & 6;
+  const int offQ = (warp * 16 + (lane & 15)) * D + ((((lane >> 4) ^ x) & 1) << 3);
+  const int offK = (x + ((lane >> 4) << 3)) * D + ((((lane >> 3) ^ x) & 1) << 3);
+  const int offV = (lane & 15) * D + ((((lane >> 4) ^ x) & 1) << 3);
+
   float scale = a.shape.scale > 0.f ? a.shape.scale : 1.f / sqrtf((float)D);
   const float sl2 = scale * kLog2e;
 
@@ -362,14 +390,13 @@ CUCO_ATTN_FN void step_tile(const attn_step_args &a, int q_tile, int head,
 #pragma unroll
     for (int kk = 0; kk < kDK; kk++) {
       unsigned qf[4];
-      ldmatrix_x4(qf, sQ, swz<D>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+      ldmatrix_x4(qf, sQ, swz_c(offQ, x6, kk * 2));
 #pragma unroll
       for (int n = 0; n < kNS; n += 2) {
         // matrices: keys n*8+0..7 / d chunk 2kk, same keys / 2kk+1, keys
         // n*8+8..15 / 2kk, those keys / 2kk+1  ->  b[n][0], b[n][1], b[n+1][0..1]
         unsigned kf[4];
-        int key = n * 8 + (lane & 7) + ((lane >> 4) << 3);
-        ldmatrix_x4(kf, sK, swz<D>(key, kk * 2 + ((lane >> 3) & 1)));
+        ldmatrix_x4(kf, sK, swz_c(offK + n * 8 * D, x6, kk * 2));
         mma_bf16(s[n], qf, kf[0], kf[1]);
         mma_bf16(s[n + 1], qf, kf[2], kf[3]);
       }
@@ -432,7 +459,7 @@ CUCO_ATTN_FN void step_tile(const attn_step_args &a, int q_tile, int head,
         // matrices: keys 0-7 / d chunk n, keys 8-15 / n, keys 0-7 / n+1,
         // keys 8-15 / n+1 (transposed)  ->  b[n][0], b[n][1], b[n+1][0..1]
         unsigned vf[4];
-        ldmatrix_x4_trans(vf, sV, swz<D>(kk * 16 + (lane & 15), n + (lane >> 4)));
+        ldmatrix_x4_trans(vf, sV, swz_c(offV + kk * 16 * D, x6, n));
         mma_bf16(acc[n], pf, vf[0], vf[1]);
         mma_bf16(acc[n + 1], pf, vf[2], vf[3]);
       }
@@ -462,7 +489,7 @@ CUCO_ATTN_FN void step_tile(const attn_step_args &a, int q_tile, int head,
 }
 
 template <int D>
-__global__ void __launch_bounds__(kThreads, D == 128 ? 1 : 2) step_kernel(attn_step_args a) {
+__global__ void __launch_bounds__(kThreads, D == 128 ? ATTN_STEP_MIN_BLOCKS_D128 : 2) step_kernel(attn_step_args a) {
   extern __shared__ __align__(128) unsigned char attn_smem[];
   // x: head (heads sharing a KV head run side by side, sharing K/V in L2);
   // y: Q tile, the longest (last under a causal mask) first.
