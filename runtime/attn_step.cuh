@@ -37,7 +37,8 @@
 // nothing is launched): d in {64, 128}; hq, hkv >= 1; hq % hkv == 0;
 // hq <= 65535; q, k, v, state.acc, state.m, state.l non-null; q, k, v 16-byte
 // aligned (cp.async moves 16 bytes), acc 8-byte aligned; q_rows, kv_rows,
-// state_row0 >= 0; state_row0 + q_rows <= state.rows; scale finite and >= 0
+// state_row0 >= 0; q_rows <= 65535 * ATTN_Q_TILE (grid.y); state_row0 +
+// q_rows <= state.rows; |q_pos0|, |kv_pos0| <= 2^60; scale finite and >= 0
 // (0 means 1/sqrt(d)); mask one of the two kinds.
 //
 // Device entry for persistent kernels (placement=per_tile):
@@ -596,6 +597,7 @@ inline cudaError_t attn_step_check(const attn_step_args *a) {
   if (misaligned(a->q, 16) || misaligned(a->k, 16) || misaligned(a->v, 16))
     return cudaErrorInvalidValue;
   if (a->q_rows < 0 || a->kv_rows < 0 || a->state_row0 < 0) return cudaErrorInvalidValue;
+  if (a->q_rows > 65535 * ATTN_Q_TILE) return cudaErrorInvalidValue;  // grid.y
   if (bad_state(a->state, s.hq, s.d)) return cudaErrorInvalidValue;
   if ((long long)a->state_row0 + a->q_rows > a->state.rows) return cudaErrorInvalidValue;
   // Positions: q_pos0 + q_rows and kv_pos0 + kv_rows must not overflow.
@@ -631,7 +633,6 @@ inline cudaError_t attn_step(const attn_step_args *a, cudaStream_t stream) {
   if (e != cudaSuccess) return e;
   int tiles = attn_step_q_tiles(a->q_rows);
   if (tiles == 0 || a->kv_rows == 0) return cudaSuccess;  // nothing to fold
-  if (tiles > 65535) return cudaErrorInvalidValue;
   size_t smem = attn_step_smem_bytes(a->shape.d);
   auto kernel = a->shape.d == 128 ? step_kernel<128> : step_kernel<64>;
   // The attribute once per device and d (a host call per step would show in

@@ -123,6 +123,7 @@ int main() {
   a = good(), a.state_row0 = 1, bad("state rows past the state", a);
   a = good(), a.state.rows = 999, bad("state smaller than q_rows", a);
   a = good(), a.q_pos0 = 1LL << 62, bad("q position overflow", a);
+  a = good(), a.q_rows = 65535 * 128 + 1, a.state.rows = a.q_rows, bad("q_rows past grid.y", a);
   a = good(), a.kv_pos0 = -(1LL << 62), bad("kv position overflow", a);
   expect("attn_step_check(NULL)", attn_step_check(nullptr), cudaErrorInvalidValue);
   expect("attn_step(NULL)", attn_step(nullptr, 0), cudaErrorInvalidValue);
