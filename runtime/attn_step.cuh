@@ -52,11 +52,13 @@
 // memory.  It folds query rows [q_tile*ATTN_Q_TILE, +ATTN_Q_TILE) ∩
 // [0, q_rows) of query head `head` (0 <= head < hq) exactly as attn_step does;
 // arguments must have passed attn_step_check on the host.  It contains
-// __syncthreads() (so every thread must call it, with the same arguments) and
-// ends with one, so the caller may reuse `smem` right after it returns.  The
-// kernel's registers: attn_step_tile needs up to 128 per thread (see
-// __launch_bounds__ of attn_step_kernel); launch the persistent kernel with
-// __launch_bounds__(ATTN_STEP_THREADS, 1) or (..., 2) so ptxas does not spill.
+// __syncthreads() (so every thread must call it, with the same arguments);
+// it either returns before touching `smem` (a tile with nothing to do) or
+// ends with a barrier, so the caller may reuse `smem` right after it
+// returns.  Registers: at d=128 the tile needs about 190 per thread to run
+// without spilling, so give the persistent kernel
+// __launch_bounds__(ATTN_STEP_THREADS, 1) (with (..., 2) ptxas caps it at
+// 128 and spills a little; d=64 fits 128).
 //
 // Concurrency: one call writes only the state rows [state_row0, +q_rows) of
 // every head; two calls on different streams must not touch the same state
