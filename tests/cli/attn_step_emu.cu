@@ -1,7 +1,7 @@
 // tests/cli/attn_step_emu.cu - runs the attention step's CTA code
 // (cuco_attn::step_tile of runtime/attn_step.cuh, the very source the GPU
 // runs) on the CPU, so its index math, masks, pipeline barriers and state
-// fold are tested without a GPU (t1002).
+// fold are tested without a GPU (t1009).
 //
 // How: CUCO_ATTN_EMU makes the header's primitives call the functions below.
 // A CTA is 256 fibers (ucontext) on one OS thread, switched at barriers:
@@ -609,7 +609,7 @@ int main(int argc, char **argv) {
     test_seq(48, 4, 1, 64, ATTN_MASK_CAUSAL, 0.f, true, 1);
     test_seq(130, 2, 1, 128, ATTN_MASK_CAUSAL, 0.f, !quick && mode == 0, 2);
     if (mode == 1 || quick) continue;
-    test_seq(77, 2, 2, 128, ATTN_MASK_NONE, 0.07f, false, 3, 3.f);
+    test_seq(77, 4, 2, 128, ATTN_MASK_NONE, 0.07f, false, 3, 3.f);  // 2 KV heads
     test_zigzag(200, 2, 2, 1, 64, 4);
     test_untouched(150, 2, 1, 64, 5);
   }
