@@ -62,7 +62,12 @@
 //
 // Concurrency: one call writes only the state rows [state_row0, +q_rows) of
 // every head; two calls on different streams must not touch the same state
-// rows at once.  Q, K, V are only read.
+// rows at once.  Q, K, V are only read.  Inside one persistent kernel, a
+// (tile, head) folded again by the SAME CTA needs nothing more (the tile
+// ends with a barrier); folded by ANOTHER CTA, the caller must order the two
+// (a release/acquire flag with a fence, as with any global data).  Each
+// thread reads and writes its own rows' acc fragments; m and l are written
+// by one lane of each quad and read by all four.
 #pragma once
 
 #include <cuda_bf16.h>
