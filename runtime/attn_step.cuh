@@ -14,8 +14,9 @@
 // K/V blocks are double-buffered with cp.async (the copy of block j+1 runs
 // while block j is computed); shared memory rows are XOR-swizzled so every
 // ldmatrix is bank-conflict free.  The fp32 state (acc, m, l) of the tile's
-// rows is read from global memory at the tile start and written back at the
-// end, so consecutive calls fold exactly like one call over the union of
+// rows is read from global memory at the tile start (acc and l only for
+// rows with m > -inf: a fresh state costs no acc read) and written back at
+// the end, so consecutive calls fold exactly like one call over the union of
 // their key ranges.
 //
 // State rules (what makes folding and merging exact):
@@ -348,17 +349,19 @@ CUCO_ATTN_FN void step_tile(const attn_step_args &a, int q_tile, int head,
     long long srow = (long long)a.state_row0 + qi[r];
     m_run[r] = -INFINITY;
     l_run[r] = 0.f;
-    if (live[r]) {
-      m_run[r] = a.state.m[(long long)head * srows + srow];
-      // The sum is kept per thread (partial over this thread's columns) and
-      // reduced over the quad at the end: give the old sum to one lane.
-      l_run[r] = t4 == 0 ? a.state.l[(long long)head * srows + srow] : 0.f;
-    }
+    if (live[r]) m_run[r] = a.state.m[(long long)head * srows + srow];
+    // A row that has seen nothing (m = -inf) starts from l = 0, acc = 0
+    // without reading them: the fold would scale them by 2^-inf = 0 anyway,
+    // and a first call skips reading the whole fp32 acc.
+    const bool has = m_run[r] != -INFINITY;
+    // The sum is kept per thread (partial over this thread's columns) and
+    // reduced over the quad at the end: give the old sum to one lane.
+    if (has && t4 == 0) l_run[r] = a.state.l[(long long)head * srows + srow];
     const float *pa = a.state.acc + (srow * hq + head) * D + t4 * 2;
 #pragma unroll
     for (int n = 0; n < kND; n++) {
       float2 v = make_float2(0.f, 0.f);
-      if (live[r]) v = *reinterpret_cast<const float2 *>(pa + n * 8);
+      if (has) v = *reinterpret_cast<const float2 *>(pa + n * 8);
       acc[n][r * 2] = v.x;
       acc[n][r * 2 + 1] = v.y;
     }

@@ -32,6 +32,7 @@ expect_grep "folding == one call" "$TMP/emu.log" "^PASS fold_vs_one_call"
 expect_grep "a merge into a row that saw nothing" "$TMP/emu.log" "^PASS merge_vs_one_call .*B<-A"
 expect_grep "zigzag chunks" "$TMP/emu.log" "^PASS zigzag_rank1_vs_fp64"
 expect_grep "unseen rows untouched" "$TMP/emu.log" "^PASS untouched_rows"
+expect_grep "acc and l of fresh rows are not read" "$TMP/emu.log" "^PASS fresh_rows_not_read"
 expect_grep "cp.async landing at issue too" "$TMP/emu.log" "^PASS .*_early"
 expect_no_grep "no FAIL line" "$TMP/emu.log" "^FAIL"
 
