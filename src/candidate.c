@@ -228,6 +228,8 @@ static const struct forbidden forbidden[] = {
     {"ncclGroupStart", 1, 1, "host NCCL group in a device candidate"},
     {"ncclGroupEnd", 1, 1, "host NCCL group in a device candidate"},
     {"main", 0, 0, "a candidate has no main"},
+    {"wl_input_post", 0, 1, "input generation belongs to the trusted reference"},
+    {"wl_reference", 0, 1, "the reference is trusted and never in a candidate"},
     {"system", 0, 0, "process control"},
     {"popen", 0, 0, "process control"},
     {"fork", 0, 0, "process control"},
