@@ -244,6 +244,9 @@ __host__ __device__ static inline long long wa_v_off(const struct wa_shape *s, i
 // Q or KV.  SET(off, value) stores one element.  Called by one thread per
 // element index D of a row (d in [d0, D) step dstep), in needle order, so
 // the last needle to touch an element wins on every device and the host.
+#ifdef __CUDACC__
+#pragma nv_exec_check_disable
+#endif
 template <class Set>
 __host__ __device__ static inline void wa_plant(const struct wa_shape *s, uint64_t seed,
                                                 uint64_t step, int rank, int is_q, int d0,
