@@ -20,7 +20,7 @@ frozen "$WL/seed.cu" >"$TMP/seed.frozen"
 ncheat=0
 for c in "$WL"/cheats/*.cu; do
   b=$(basename "$c"); ncheat=$((ncheat + 1))
-  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: verify (poison|local-check|nan|snapshot|perturb|rel-l2|fresh-inputs)'; then
+  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: verify (recv-poison|poison|local-check|nan|snapshot|perturb|rel-l2|fresh-inputs)'; then
     ok "cheat $b has a CUCO-EXPECT-REJECT first line naming its mechanism"
   else not_ok "cheat $b has a CUCO-EXPECT-REJECT first line naming its mechanism" "$(head -1 "$c")"; fi
   frozen "$c" >"$TMP/c.frozen"
@@ -44,6 +44,15 @@ expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
 expect_grep "seed: slots param" "$TMP/evhead" '^// CUCO-PARAM slots=2$'
 expect_grep "workload.ini: the bar is min(B, C)" "$WL/workload.ini" \
   '^bar *= baseline_overlap.cu, baseline_allgather.cu$'
+# every size the GPU script uses is the same string in workload.ini
+grep -E '^[a-z_0-9]+ *= *SR?=' "$WL/workload.ini" | sed 's/ *= */=/' | sort >"$TMP/ini"
+grep -oE '\[[a-z_0-9]+\]="SR?=[^"]*"' "$ROOT/tests/gpu/flash_attn.sh" |
+  sed -E 's/\[([a-z_0-9]+)\]="([^"]*)"/\1=\2/' | sort >"$TMP/gpu"
+if [ -s "$TMP/gpu" ] && [ -z "$(comm -13 "$TMP/ini" "$TMP/gpu")" ]; then
+  ok "tests/gpu/flash_attn.sh sizes are workload.ini's"
+else not_ok "tests/gpu/flash_attn.sh sizes are workload.ini's" "$(comm -13 "$TMP/ini" "$TMP/gpu" | head -3)"; fi
+bash -n "$ROOT/tests/gpu/flash_attn.sh" && ok "tests/gpu/flash_attn.sh parses" ||
+  not_ok "tests/gpu/flash_attn.sh parses" "bash -n"
 if [ -x "$CUCO" ]; then
   expect_rc "cuco eval --static-only passes the seed" 0 "$CUCO" eval --static-only "$WL"
   expect_rc "cuco eval --static-only --cheats: every cheat passes the static checks" 0 \

@@ -1,4 +1,4 @@
-// CUCO-EXPECT-REJECT: verify poison snapshot (stops the clock before O and LSE are written)
+// CUCO-EXPECT-REJECT: verify snapshot poison (stops the clock before O and LSE are written)
 // workloads/flash_attn_cp/seed.cu - device-initiated context-parallel
 // causal attention (zigzag ring over LSA), workloads.md section 1's seed.
 //

@@ -1,4 +1,4 @@
-// CUCO-EXPECT-REJECT: verify nan local-check (never folds the last ring step's shard)
+// CUCO-EXPECT-REJECT: verify nan rel-l2 (never folds the last ring step's shard)
 // workloads/flash_attn_cp/seed.cu - device-initiated context-parallel
 // causal attention (zigzag ring over LSA), workloads.md section 1's seed.
 //

@@ -4,8 +4,8 @@ seed.cu.  Each cheat is one first line `// CUCO-EXPECT-REJECT: verify
 <mechanism words>` followed by the seed's text with edits inside its EVOLVE
 block only (the description goes into the block), so the frozen text is
 byte-identical once that first line is dropped (docs/contracts.md; t1002
-checks it).  The first mechanism word is the one that must appear in the
-rejection (tests/gpu/flash_attn.sh checks it).  Run from the workload folder
+checks it).  The mechanism words name the runtime mechanism that catches
+the cheat; tests/gpu/flash_attn.sh checks the rejection's reason prefix.  Run from the workload folder
 after editing seed.cu:  python3 tools/make_cheats.py"""
 import os
 
@@ -41,12 +41,12 @@ def mk(name, expect, desc, reps):
         f.write(f"// CUCO-EXPECT-REJECT: {expect}\n" + b)
 
 
-mk('stale_slot', 'verify poison perturb (consumes the ring slot before the hop lands)',
+mk('stale_slot', 'verify recv-poison nan (consumes the ring slot before the hop lands)',
    'The push kernel does not sync the LSA barrier: step k computes on slot k %\n'
    'slots whether or not rank r-1 has stored the shard there.  The slot is a\n'
    'RECV window, poisoned before every step: the early read sees NaN (R >= 2).',
    [(BARRIER, '  // CHEAT: no barrier; the consumer does not wait for the hop.\n  (void)me;\n}')])
-mk('prev_shard', 'verify poison fresh-inputs (replays the ring slots of an earlier step)',
+mk('prev_shard', 'verify recv-poison nan (replays the ring slots of an earlier step)',
    'Pushes only in the first step (epoch 1) and afterwards computes on whatever\n'
    'the slots hold from before.  The runtime poisons RECV windows before every\n'
    'step (and inputs are fresh), so the old shard is gone (R >= 2).',
@@ -96,7 +96,7 @@ mk('doubled_hop', 'verify local-check (folds the last shard twice)',
       return -1;
   }
 #endif''')])
-mk('skipped_hop', 'verify nan local-check (never folds the last ring step\'s shard)',
+mk('skipped_hop', 'verify nan rel-l2 (never folds the last ring step\'s shard)',
    'The shard of the last ring step is never folded.  At R = 1 that is the own\n'
    'shard: every row saw no key (O = 0, LSE = -inf, caught as NaN/Inf); at\n'
    'R >= 2 the rows that see that shard lose its needle (local-check, rel-l2).',
@@ -104,7 +104,7 @@ mk('skipped_hop', 'verify nan local-check (never folds the last ring step\'s sha
     if (wa_fold(ctx, s, wa_src(s->R, s->me, k), u->io.Q, cur, u->st, -1, st) != 0) return -1;
   }
 #endif''')])
-mk('early_clock', 'verify poison snapshot (stops the clock before O and LSE are written)',
+mk('early_clock', 'verify snapshot poison (stops the clock before O and LSE are written)',
    'O and LSE are finalized on a side stream that the step stream never\n'
    'joins, so the end event is recorded before the outputs exist: the\n'
    'snapshot taken at the end event still holds the poison.',
