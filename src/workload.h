@@ -73,8 +73,8 @@ struct workload {
    * to beat (default: baselines[0] alone); each is one of baselines. */
   int nbar;
   char bar[WORKLOAD_MAX_FILES][128];
-  char seed[128];                          /* file name in dir */
-  char reference[128];                     /* "" for freeform */
+  char seed[128];      /* file name in dir */
+  char reference[128]; /* "" for freeform */
   int nlibs;
   char libs[WORKLOAD_MAX_LIBS][WORKLOAD_NAME]; /* "cublas" -> -lcublas */
   int nsizes;

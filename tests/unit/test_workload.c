@@ -187,7 +187,8 @@ static void test_bar(void **state)
     char rest[4096];
     snprintf(rest, sizeof(rest), "%s", p + strlen(from));
     snprintf(p, sizeof(text) - (size_t)(p - text), "%s%s",
-             "baselines   = b2.cu, baseline.cu\nbar = baseline.cu, b2.cu", rest);
+             "baselines   = b2.cu, baseline.cu\nbar = baseline.cu, b2.cu",
+             rest);
   }
   put("workload.ini", text);
   assert_int_equal(workload_load(dir, &w, &e), 0);
