@@ -2,7 +2,10 @@
 # tests/gpu/flash_attn.sh - the flash_attn_cp workload on ONE GPU (issue 13).
 #
 # Run from the repository root on the GPU machine:
-#   OUT=/some/dir bash tests/gpu/flash_attn.sh        (PART=quick: no bench)
+#   OUT=/some/dir bash tests/gpu/flash_attn.sh
+# PART=all (default) | verify (steps 1-4, ~8 min [est]) | bench (a real-mode
+# build of A, B, C and the seed, then step 5).  Under one 10-minute device
+# call, run PART=verify and PART=bench as two calls.
 # Steps:
 #  1. build: the runtime + reference once per mode (real, --vranks), then
 #     every implementation: baselines A (sequential ring), B (overlapped),
@@ -64,7 +67,8 @@ build_obj() {  # SRC OBJ [FLAGS...]
   "${NV[@]}" "$@" -c "$src" -o "$obj" >"$obj.log" 2>&1
 }
 jobs_wait() { while [ "$(jobs -rp | wc -l)" -ge "${ATTN_JOBS:-12}" ]; do sleep 0.5; done; }
-for mode in real vr; do
+MODES="real vr"; [ "$PART" = bench ] && MODES=real
+for mode in $MODES; do
   vf=(); [ $mode = vr ] && vf=(-DCUCO_VRANKS)
   for f in "$ROOT"/runtime/*.cu; do
     build_obj "$f" "$B/${mode}_rt_$(basename "$f" .cu).o" "${vf[@]}" & jobs_wait
@@ -79,6 +83,9 @@ IMPLS=("A|$WL/baseline.cu||real"
        "seed_ag_warp|$WL/seed.cu|-DCUCO_PARAM_pattern=allgather -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16|real vr"
        "seed_s3_thread|$WL/seed.cu|-DCUCO_PARAM_slots=3 -DCUCO_ISSUER=1 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_copy_threads=256|real vr")
 for c in "$WL"/cheats/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c||real vr"); done
+if [ "$PART" = bench ]; then  # only what the bench runs
+  IMPLS=("${IMPLS[@]:0:4}"); IMPLS[3]="seed|$WL/seed.cu||real"
+fi
 for e in "${IMPLS[@]}"; do
   IFS='|' read -r name src flags modes <<<"$e"
   for mode in $modes; do
@@ -159,6 +166,7 @@ declare -A WHY=(
   [early_clock]="poison:")             # snapshot at the end event
 R1_CAUGHT=" skip_blocks doubled_hop skipped_hop early_clock "
 
+if [ "$PART" != bench ]; then
 # ---- 2. verify at R = 1 --------------------------------------------------------------
 first=1
 for s in v_tiny v_small v_odd v_1000 v_contig v_gqa; do
@@ -195,8 +203,9 @@ for R in 2 4; do
     fi
   done
 done
+fi  # PART != bench
 # ---- 5. bench at R = 1 ----------------------------------------------------------------------
-if [ "$PART" != quick ]; then
+if [ "$PART" = all ] || [ "$PART" = bench ]; then
   for s in short mid; do
     for impl in A B C seed; do run real "$impl" "$s" bench 0 150 "" --warmup 3 --iters 20 --min-time 0.5; done
   done
