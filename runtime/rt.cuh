@@ -45,6 +45,17 @@ int rt_check_coresident(struct wl_ctx *ctx, const void *kernel, int grid,
 // LSA team size of the communicator (host view).
 int rt_lsa_size(struct wl_ctx *ctx);
 
+// Optional input hook of the trusted reference.cu (a weak symbol: a
+// workload that does not define it gets the runtime's random inputs
+// unchanged).  Called after the runtime filled INPUT NAME of rank RANK for
+// step STEP with its seeded random data, both before the step (on the step
+// stream) and in rt_input_regen (on the reference stream): it may enqueue
+// deterministic edits of DEV on STREAM (flash_attn_cp plants its needles).
+// Candidates never define it (cuco's static check forbids the name).
+extern "C" int wl_input_post(struct wl_ctx *ctx, const char *name, int rank, void *dev,
+                             unsigned long long step, cudaStream_t stream)
+    __attribute__((weak));
+
 // State slot for the trusted reference (separate from the workload's user
 // state so a candidate cannot reach it by accident).
 void rt_set_ref_state(struct wl_ctx *ctx, void *state);

@@ -9,8 +9,13 @@
 // slots past a request's end, blocks no table names, a prefill-only rank's
 // pool). Such an element is KEPT when it is still poison (not a failure,
 // not in the L2 sums) and OUTSIDE when something was written there (a
-// failure of its own: "written outside"). Every other element is a VALUE
-// (compared) or POISON (unwritten or late: a failure).
+// failure of its own: "written outside"). An EXPECTED element whose bits are
+// RT_EXP_ANY (0xFFFFFFFE, a NaN, only in the fp32 expectation of bf16/f16/f32
+// outputs) means "must be written, value not compared" (flash_attn_cp at
+// full shapes: the reference computes sampled rows only): still-poison
+// there is POISON, anything else is ANY (not in the L2 sums; NaN/Inf still
+// count as NaN). Every other element is a VALUE (compared) or POISON
+// (unwritten or late: a failure).
 #ifndef CUCO_RT_CMP_ELEM_CUH
 #define CUCO_RT_CMP_ELEM_CUH
 
@@ -18,7 +23,8 @@
 
 #include "runtime.h"
 
-enum { RT_EL_VALUE = 0, RT_EL_POISON = 1, RT_EL_KEPT = 2, RT_EL_OUTSIDE = 3 };
+enum { RT_EL_VALUE = 0, RT_EL_POISON = 1, RT_EL_KEPT = 2, RT_EL_OUTSIDE = 3, RT_EL_ANY = 4 };
+#define RT_EXP_ANY 0xFFFFFFFEu
 
 // Bytes of one element of DTYPE in the snapshot.
 __host__ __device__ static inline int rt_el_size(int dtype) {
@@ -58,6 +64,9 @@ __host__ __device__ static inline int rt_el_class(const unsigned char *got,
   int es = rt_el_exp_size(dtype);
   if (es > 1 && rt_el_all_ones(exp, i, es))
     return poison ? RT_EL_KEPT : RT_EL_OUTSIDE;
+  if (es == 4 && (dtype == RT_BF16 || dtype == RT_F16 || dtype == RT_F32) &&
+      ((const unsigned int *)exp)[i] == RT_EXP_ANY)
+    return poison ? RT_EL_POISON : RT_EL_ANY;
   return poison ? RT_EL_POISON : RT_EL_VALUE;
 }
 

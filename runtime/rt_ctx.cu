@@ -194,6 +194,10 @@ int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s) {
     if (b->kind != RT_INPUT) continue;
     RT_TRY(rt_fill_random(b->dev, b->bytes, b->dtype,
                           input_key(ctx, b->id, ctx->prob.rank, ctx->step), s));
+    if (wl_input_post && wl_input_post(ctx, b->name, ctx->prob.rank, b->dev, ctx->step, s) != 0) {
+      rt_errorf("input hook for %s: %s", b->name, ctx->err);
+      return -1;
+    }
   }
   return 0;
 }
@@ -209,6 +213,17 @@ extern "C" int rt_input_regen(struct wl_ctx *ctx, const char *name, int rank,
                      input_key(ctx, b->id, rank, ctx->step),
                      ctx->ref_stream) != 0)
     return rt_fail(ctx, "%s", rt_last_error);
+  if (wl_input_post && wl_input_post(ctx, name, rank, dst_dev, ctx->step, ctx->ref_stream) != 0)
+    return -1;
+  return 0;
+}
+
+extern "C" int rt_output_max_abs(struct wl_ctx *ctx, const char *name, double bound) {
+  struct rt_buf *b = rt_find(ctx, name);
+  if (!b || b->kind != RT_OUTPUT)
+    return rt_fail(ctx, "rt_output_max_abs(%s): no such OUTPUT", name);
+  if (!(bound >= 0)) return rt_fail(ctx, "rt_output_max_abs(%s): bad bound %g", name, bound);
+  b->max_abs = bound;
   return 0;
 }
 
@@ -219,6 +234,7 @@ void *rt_get_ref_state(struct wl_ctx *ctx) { return ctx->ref_state; }
 extern "C" unsigned long long rt_epoch(const struct wl_ctx *ctx) {
   return ctx->epoch;
 }
+extern "C" unsigned long long rt_step(const struct wl_ctx *ctx) { return ctx->step; }
 extern "C" void rt_on_reset(struct wl_ctx *ctx, int (*fn)(struct wl_ctx *)) {
   ctx->reset_fn = fn;
 }

@@ -43,6 +43,8 @@ struct rt_buf {
   void *snap;          // OUTPUT: snapshot taken right after the end event
   void *expected;      // OUTPUT: reference result (fp32 or own dtype)
   long long rows, cols;
+  double max_abs;      // OUTPUT: bound on |got - expected| (0 = none), set by
+                       // the reference through rt_output_max_abs
   uint32_t id;         // hash of the name: input seed stream
 };
 
@@ -94,6 +96,7 @@ struct rt_cmp {
   unsigned long long outside;  // written where EXPECTED is all-ones (must stay poison)
   double worst_row_rel;       // max over rows of the row's relative L2
   long long worst_row;
+  double max_abs;             // largest |got - expected| over compared values
 };
 // Compare snapshot GOT (dtype) with EXPECTED (fp32 for float dtypes, else
 // own dtype) over ROWS x COLS; SAMPLE_STRIDE > 1 compares every k-th row.

@@ -163,6 +163,7 @@ struct cmp_dev {
   double err2, ref2;
   unsigned long long nan, poison, compared, worst; // worst: rel bits<<32|row
   unsigned long long outside;  // written where the expectation says poison
+  unsigned long long max_abs;  // float bits of the largest |got - expected|
 };
 
 __device__ static inline double load_got(const unsigned char *p, size_t i,
@@ -216,13 +217,13 @@ __device__ static inline double load_exp(const unsigned char *p, size_t i,
 __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
                           int dtype, long long rows, long long cols,
                           long long sample, struct cmp_dev *out) {
-  __shared__ double s_e[32], s_r[32];
+  __shared__ double s_e[32], s_r[32], s_m[32];
   __shared__ unsigned long long s_n[32], s_p[32], s_o[32];
   bool is_int = !(dtype == RT_BF16 || dtype == RT_F16 || dtype == RT_F32 ||
                   dtype == RT_F64);
   for (long long row = (long long)blockIdx.x * sample; row < rows;
        row += (long long)gridDim.x * sample) {
-    double e2 = 0, r2 = 0;
+    double e2 = 0, r2 = 0, ma = 0;
     unsigned long long nn = 0, np = 0, no = 0;
     for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
       size_t i = (size_t)row * cols + c;
@@ -235,6 +236,10 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
       }
       int pz = 0;
       double g = load_got(got, i, dtype, &pz);
+      if (cls == RT_EL_ANY) {  // written, not compared (rt_cmp_elem.cuh)
+        if (!is_int && (isnan(g) || isinf(g))) nn++;
+        continue;
+      }
       double x = load_exp(exp, i, dtype);
       np += pz;
       if (is_int) {
@@ -245,6 +250,7 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
       } else {
         e2 += (g - x) * (g - x);
         r2 += x * x;
+        if (!pz) ma = fmax(ma, fabs(g - x));
       }
     }
     for (int o = 16; o > 0; o >>= 1) {
@@ -253,6 +259,7 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
       nn += __shfl_down_sync(0xffffffff, nn, o);
       np += __shfl_down_sync(0xffffffff, np, o);
       no += __shfl_down_sync(0xffffffff, no, o);
+      ma = fmax(ma, __shfl_down_sync(0xffffffff, ma, o));
     }
     int w = threadIdx.x / 32, nw = blockDim.x / 32;
     if ((threadIdx.x & 31) == 0) {
@@ -261,6 +268,7 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
       s_n[w] = nn;
       s_p[w] = np;
       s_o[w] = no;
+      s_m[w] = ma;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -270,7 +278,9 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
         nn += s_n[k];
         np += s_p[k];
         no += s_o[k];
+        ma = fmax(ma, s_m[k]);
       }
+      if (ma > 0) atomicMax(&out->max_abs, (unsigned long long)__float_as_uint((float)ma));
       atomicAdd(&out->err2, e2);
       atomicAdd(&out->ref2, r2);
       atomicAdd(&out->nan, nn);
@@ -317,6 +327,12 @@ int rt_compare(const void *got, const void *expected, int dtype, int counts,
   out->poison = h.poison;
   out->outside = h.outside;
   out->compared = h.compared;
+  {
+    unsigned int mb = (unsigned int)h.max_abs;
+    float ma;
+    memcpy(&ma, &mb, sizeof ma);
+    out->max_abs = ma;
+  }
   unsigned int bits = (unsigned int)(h.worst >> 32);
   float rel;
   memcpy(&rel, &bits, sizeof rel);

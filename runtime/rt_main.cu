@@ -241,6 +241,9 @@ static int verify_step(struct rt_run *r, int kind, long long sample) {
       add_reason(c, "nan: %s%.0f NaN/Inf elements", "", (double)m.nan, 0);
     if (!(rel <= r->o->tol))
       add_reason(c, "rel-l2: %s%.3g > tol %.3g", "", rel, r->o->tol);
+    if (!(r->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison && !m.outside && b->max_abs > 0 &&
+        !(m.max_abs <= b->max_abs))
+      add_reason(c, "local-check: %smax |error| %.3g > %.3g", "", m.max_abs, b->max_abs);
     if (!(r->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison && !m.outside &&
         !(m.worst_row_rel <= r->o->local_tol)) {
       char row[64];

@@ -370,6 +370,12 @@ static int vr_verify(struct vr_run *v, int kind) {
         snprintf(text, sizeof text, "rel-l2: %.3g > tol %.3g", rel, v->o->tol);
         vr_reason(c, text);
       }
+      if (!(v->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison && !m.outside && b->max_abs > 0 &&
+          !(m.max_abs <= b->max_abs)) {
+        snprintf(text, sizeof text, "local-check: max |error| %.3g > %.3g", m.max_abs,
+                 b->max_abs);
+        vr_reason(c, text);
+      }
       if (!(v->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison && !m.outside &&
           !(m.worst_row_rel <= v->o->local_tol)) {
         snprintf(text, sizeof text, "local-check: row %lld rel-l2 %.3g > %.3g", m.worst_row,

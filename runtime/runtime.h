@@ -120,6 +120,12 @@ void *rt_buffer(struct wl_ctx *ctx, const char *name);
  * for the per-row local checks; default 1 row. 0 or negative error. */
 int rt_output_shape(struct wl_ctx *ctx, const char *name, long long rows,
                     long long cols);
+/* Bound the largest |got - expected| of OUTPUT NAME (over the compared
+ * elements; 0 = no bound).  For the trusted reference: call it from
+ * wl_reference (every call; the runtime checks after it returns), so a
+ * setting made anywhere else is overwritten.  A failure reads
+ * "local-check: max |error| X > BOUND".  0 or negative error. */
+int rt_output_max_abs(struct wl_ctx *ctx, const char *name, double bound);
 /* Fill DST_DEV (device memory, as large as NAME) with the contents INPUT
  * buffer NAME has on rank RANK in the current step.  Enqueued on
  * rt_ref_stream(ctx).  0 or negative error. */
@@ -132,6 +138,8 @@ void *rt_get_user(struct wl_ctx *ctx);
 
 /* Current step's epoch: > 0, strictly increasing before every step. */
 unsigned long long rt_epoch(const struct wl_ctx *ctx);
+/* Index of the current step (the input stream rt_input_regen reproduces). */
+unsigned long long rt_step(const struct wl_ctx *ctx);
 /* Hook called between steps (see the rules above); may enqueue on
  * rt_stream(ctx).  Pass NULL to remove. */
 void rt_on_reset(struct wl_ctx *ctx, int (*fn)(struct wl_ctx *ctx));

@@ -332,6 +332,15 @@ static int load_workload_key(struct workload *w, const struct config_entry *en,
       if (set_file(w, en, tok[i], w->baselines[i], e))
         return ERR_CONFIG;
     w->nbaselines = n;
+  } else if (!strcmp(k, "bar")) {
+    n = split_list(v, tok, LIST_MAX);
+    if (n < 1 || n > WORKLOAD_MAX_FILES)
+      return err_set(e, ERR_CONFIG, "%s: bar needs 1..%d baseline files",
+                     en->origin, WORKLOAD_MAX_FILES);
+    for (i = 0; i < n; i++)
+      if (set_file(w, en, tok[i], w->bar[i], e))
+        return ERR_CONFIG;
+    w->nbar = n;
   } else if (!strcmp(k, "seed")) {
     return set_file(w, en, v, w->seed, e);
   } else if (!strcmp(k, "reference")) {
@@ -536,6 +545,20 @@ int workload_load(const char *dir, struct workload *w, struct err *e)
         (rc = require(w, !*w->ff_build && !*w->ff_run,
                       "[freeform] is only for kind = freeform", e)))
       return rc;
+    for (int i = 0; i < w->nbar; i++) {
+      int found = 0;
+      for (int j = 0; j < w->nbaselines; j++)
+        found |= !strcmp(w->bar[i], w->baselines[j]);
+      if (!found)
+        return err_set(e, ERR_CONFIG,
+                       "%s/workload.ini: [workload] bar names '%s', which is "
+                       "not one of the baselines",
+                       w->dir, w->bar[i]);
+    }
+    if (!w->nbar) {
+      snprintf(w->bar[0], sizeof(w->bar[0]), "%s", w->baselines[0]);
+      w->nbar = 1;
+    }
   } else {
     if ((rc = require(w, *w->ff_build && *w->ff_run,
                       "[freeform] build and run are required", e)))

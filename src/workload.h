@@ -69,8 +69,12 @@ struct workload {
   int ranks[WORKLOAD_MAX_RANKS]; /* rank counts allowed, ascending */
   int nbaselines;
   char baselines[WORKLOAD_MAX_FILES][128]; /* file names in dir; [0] = "the" */
-  char seed[128];                          /* file name in dir */
-  char reference[128];                     /* "" for freeform */
+  /* [workload] bar: the baselines whose per-size minimum median is the bar
+   * to beat (default: baselines[0] alone); each is one of baselines. */
+  int nbar;
+  char bar[WORKLOAD_MAX_FILES][128];
+  char seed[128];      /* file name in dir */
+  char reference[128]; /* "" for freeform */
   int nlibs;
   char libs[WORKLOAD_MAX_LIBS][WORKLOAD_NAME]; /* "cublas" -> -lcublas */
   int nsizes;

@@ -49,6 +49,8 @@ static int teardown(void **state)
   unlink(p);
   snprintf(p, sizeof(p), "%s/reference.cu", dir);
   unlink(p);
+  snprintf(p, sizeof(p), "%s/b2.cu", dir);
+  unlink(p);
   rmdir(dir);
   return 0;
 }
@@ -159,6 +161,41 @@ static void test_load_bad(void **state)
   expect_bad("reference   = reference.cu\n", "", "reference is missing");
   expect_bad("verify = small_a, small_b\n", "", "verify is missing");
   expect_bad("[sizes]", "[sizes]\nsmall_a = M=1\n", "repeated size name");
+  expect_bad("seed        = seed.cu", "seed = seed.cu\nbar = seed.cu",
+             "bar names 'seed.cu', which is not one of the baselines");
+  expect_bad("seed        = seed.cu", "seed = seed.cu\nbar = nope.cu",
+             "nope.cu: no such file");
+}
+
+/* bar: default = the first baseline; else the listed baselines. */
+static void test_bar(void **state)
+{
+  struct workload w;
+  struct err e = {0, ""};
+  char text[4096], *p;
+  const char *from = "baselines   = baseline.cu";
+  (void)state;
+  put("workload.ini", good);
+  assert_int_equal(workload_load(dir, &w, &e), 0);
+  assert_int_equal(w.nbar, 1);
+  assert_string_equal(w.bar[0], "baseline.cu");
+  put("b2.cu", "//b2\n");
+  snprintf(text, sizeof(text), "%s", good);
+  p = strstr(text, from);
+  assert_non_null(p);
+  {
+    char rest[4096];
+    snprintf(rest, sizeof(rest), "%s", p + strlen(from));
+    snprintf(p, sizeof(text) - (size_t)(p - text), "%s%s",
+             "baselines   = b2.cu, baseline.cu\nbar = baseline.cu, b2.cu",
+             rest);
+  }
+  put("workload.ini", text);
+  assert_int_equal(workload_load(dir, &w, &e), 0);
+  assert_int_equal(w.nbaselines, 2);
+  assert_int_equal(w.nbar, 2);
+  assert_string_equal(w.bar[0], "baseline.cu");
+  assert_string_equal(w.bar[1], "b2.cu");
 }
 
 static void test_missing_file(void **state)
@@ -224,7 +261,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_load_good),    cmocka_unit_test(test_load_bad),
       cmocka_unit_test(test_missing_file), cmocka_unit_test(test_freeform),
-      cmocka_unit_test(test_sizes),
+      cmocka_unit_test(test_sizes),        cmocka_unit_test(test_bar),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,120 @@
+#!/bin/bash
+# flash_attn_cp (issue 13): every file of the workload compiles for sm_90
+# (reference, baselines A/B/C, the seed under several directive sets incl.
+# pattern=allgather and the GIN path, every cheat, and the seed, reference
+# and a cheat in virtual-rank mode); the cheats carry a CUCO-EXPECT-REJECT
+# first line and differ from the seed only inside the EVOLVE block (and
+# tools/make_cheats.py reproduces them); `cuco eval --static-only` passes
+# the seed and the cheat suite; a candidate that defines the reference's
+# input hook is refused; the runtime's "written, not compared" class
+# (RT_EXP_ANY) on the CPU.  No GPU needed.
+. "$(dirname "$0")/lib.sh"
+
+WL=$ROOT/workloads/flash_attn_cp
+# --- static checks (no compiler needed) ---
+frozen() {  # the text outside EVOLVE blocks, minus a first CUCO-EXPECT-REJECT line
+  sed -e '1{/^\/\/ CUCO-EXPECT-REJECT:/d}' "$1" |
+    awk '/EVOLVE-BLOCK-START/{skip=1} !skip{print} /EVOLVE-BLOCK-END/{skip=0}'
+}
+frozen "$WL/seed.cu" >"$TMP/seed.frozen"
+ncheat=0
+for c in "$WL"/cheats/*.cu; do
+  b=$(basename "$c"); ncheat=$((ncheat + 1))
+  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: verify (recv-poison|poison|local-check|nan|snapshot|perturb|rel-l2|fresh-inputs)'; then
+    ok "cheat $b has a CUCO-EXPECT-REJECT first line naming its mechanism"
+  else not_ok "cheat $b has a CUCO-EXPECT-REJECT first line naming its mechanism" "$(head -1 "$c")"; fi
+  frozen "$c" >"$TMP/c.frozen"
+  if [ "$(sed -n 2p "$c")" = "$(head -1 "$WL/seed.cu")" ] && cmp -s "$TMP/seed.frozen" "$TMP/c.frozen"; then
+    ok "cheat $b changes only the EVOLVE block"
+  else not_ok "cheat $b changes only the EVOLVE block" "$(diff "$TMP/seed.frozen" "$TMP/c.frozen" | head -5)"; fi
+  if cmp -s "$WL/seed.cu" "$c"; then not_ok "cheat $b differs from the seed" "identical"
+  else ok "cheat $b differs from the seed"; fi
+done
+if [ "$ncheat" -ge 7 ]; then ok "7 cheats or more ($ncheat)"; else not_ok "7 cheats or more" "$ncheat"; fi
+if command -v python3 >/dev/null 2>&1; then
+  mkdir -p "$TMP/wl/cheats" && cp "$WL/seed.cu" "$TMP/wl/" && mkdir -p "$TMP/wl/tools" &&
+    cp "$WL/tools/make_cheats.py" "$TMP/wl/tools/"
+  (cd "$TMP/wl" && python3 tools/make_cheats.py) >"$TMP/mk.log" 2>&1
+  if diff -r "$TMP/wl/cheats" "$WL/cheats" >"$TMP/mk.diff"; then ok "tools/make_cheats.py reproduces cheats/"
+  else not_ok "tools/make_cheats.py reproduces cheats/" "$(head -5 "$TMP/mk.diff") $(cat "$TMP/mk.log")"; fi
+fi
+awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -6 >"$TMP/evhead"
+expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
+  '^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=global issuer=cta chunk=1MiB$'
+expect_grep "seed: slots param" "$TMP/evhead" '^// CUCO-PARAM slots=2$'
+expect_grep "workload.ini: the bar is min(B, C)" "$WL/workload.ini" \
+  '^bar *= baseline_overlap.cu, baseline_allgather.cu$'
+# every size the GPU script uses is the same string in workload.ini
+grep -E '^[a-z_0-9]+ *= *SR?=' "$WL/workload.ini" | sed 's/ *= */=/' | sort >"$TMP/ini"
+grep -oE '\[[a-z_0-9]+\]="SR?=[^"]*"' "$ROOT/tests/gpu/flash_attn.sh" |
+  sed -E 's/\[([a-z_0-9]+)\]="([^"]*)"/\1=\2/' | sort >"$TMP/gpu"
+if [ -s "$TMP/gpu" ] && [ -z "$(comm -13 "$TMP/ini" "$TMP/gpu")" ]; then
+  ok "tests/gpu/flash_attn.sh sizes are workload.ini's"
+else not_ok "tests/gpu/flash_attn.sh sizes are workload.ini's" "$(comm -13 "$TMP/ini" "$TMP/gpu" | head -3)"; fi
+bash -n "$ROOT/tests/gpu/flash_attn.sh" && ok "tests/gpu/flash_attn.sh parses" ||
+  not_ok "tests/gpu/flash_attn.sh parses" "bash -n"
+if [ -x "$CUCO" ]; then
+  expect_rc "cuco eval --static-only passes the seed" 0 "$CUCO" eval --static-only "$WL"
+  expect_rc "cuco eval --static-only --cheats: every cheat passes the static checks" 0 \
+    "$CUCO" eval --static-only --cheats "$WL"
+  expect_grep "static cheat suite counts all" "$TMP/out" "cheats: $ncheat of $ncheat"
+  sed 's|^static int nslots_for|extern "C" int wl_input_post(struct wl_ctx *, const char *, int, void *, unsigned long long, cudaStream_t) { return 0; }\nstatic int nslots_for|' \
+    "$WL/seed.cu" >"$TMP/hook.cu"
+  expect_rc "a candidate defining wl_input_post is refused" 1 \
+    "$CUCO" eval --static-only --candidate "$TMP/hook.cu" "$WL"
+  expect_grep "refusal names the hook" "$TMP/out" "wl_input_post"
+fi
+
+# --- compile checks ---
+NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if ! [ -x "$NVCC" ]; then
+  echo "ok $((_n + 1)) # SKIP no nvcc"; _n=$((_n + 1)); done_testing; exit $?
+fi
+INC=(-I"$ROOT/runtime" -I"$WL")
+[ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
+NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
+cc() {  # NAME SRC [FLAGS...]
+  local name=$1 src=$2; shift 2
+  expect_rc "$name compiles" 0 "${NV[@]}" "$@" -c "$src" -o "$TMP/o.o"
+}
+cc "reference.cu" "$WL/reference.cu"
+cc "baseline.cu (A)" "$WL/baseline.cu"
+cc "baseline_overlap.cu (B)" "$WL/baseline_overlap.cu"
+cc "baseline_allgather.cu (C)" "$WL/baseline_allgather.cu"
+cc "seed.cu (its directives)" "$WL/seed.cu"
+cc "seed.cu allgather warp issuer 16 CTAs" "$WL/seed.cu" -DCUCO_PARAM_pattern=allgather \
+  -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16
+cc "seed.cu thread issuer slots=3 64KiB" "$WL/seed.cu" -DCUCO_ISSUER=1 -DCUCO_PARAM_slots=3 \
+  -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_copy_threads=128
+cc "seed.cu GIN path" "$WL/seed.cu" -DCUCO_BACKEND=2
+expect_rc "seed.cu refuses placement=split" 1 "${NV[@]}" -DCUCO_PLACEMENT=3 -c "$WL/seed.cu" -o "$TMP/o.o"
+expect_grep "split refusal names the reason" "$TMP/err" "placement=deferred only"
+for c in "$WL"/cheats/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
+cc "seed.cu in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS
+cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
+cc "cheats/stale_slot.cu in virtual-rank mode" "$WL/cheats/stale_slot.cu" -DCUCO_VRANKS
+cc "tools/plan_check.cu" "$WL/tools/plan_check.cu"
+
+# --- the runtime's RT_EXP_ANY class, on the CPU ---
+cat >"$TMP/any.cu" <<'EOT'
+#include <stdio.h>
+#include "rt_cmp_elem.cuh"
+int main(void) {
+  // bf16 got: [written, poison]; expectation RT_EXP_ANY for both; f32 too.
+  unsigned short g16[2] = {0x3F80, 0xFFFF};
+  unsigned int e32[2] = {RT_EXP_ANY, RT_EXP_ANY}, g32[2] = {0x3F800000u, 0xFFFFFFFFu};
+  int f = 0;
+  f |= rt_el_class((const unsigned char *)g16, (const unsigned char *)e32, 0, RT_BF16) != RT_EL_ANY;
+  f |= rt_el_class((const unsigned char *)g16, (const unsigned char *)e32, 1, RT_BF16) != RT_EL_POISON;
+  f |= rt_el_class((const unsigned char *)g32, (const unsigned char *)e32, 0, RT_F32) != RT_EL_ANY;
+  f |= rt_el_class((const unsigned char *)g32, (const unsigned char *)e32, 1, RT_F32) != RT_EL_POISON;
+  // an integer output keeps its own value semantics
+  unsigned int gi[1] = {RT_EXP_ANY};
+  f |= rt_el_class((const unsigned char *)gi, (const unsigned char *)e32, 0, RT_U32) != RT_EL_VALUE;
+  printf(f ? "FAIL\n" : "PASS\n");
+  return f;
+}
+EOT
+expect_rc "RT_EXP_ANY classes build" 0 "$NVCC" -std=c++17 -I"$ROOT/runtime" -o "$TMP/any" "$TMP/any.cu"
+expect_rc "RT_EXP_ANY: written = not compared, poison = poison, ints unaffected" 0 "$TMP/any"
+done_testing

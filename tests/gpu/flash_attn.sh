@@ -1,0 +1,283 @@
+#!/bin/bash
+# tests/gpu/flash_attn.sh - the flash_attn_cp workload on ONE GPU (issue 13).
+#
+# Run from the repository root on the GPU machine:
+#   OUT=/some/dir bash tests/gpu/flash_attn.sh
+# PART=all (default) | verify (steps 1-4, ~8 min [est]) | bench (a real-mode
+# build of A, B, C and the seed, then step 5).  Under one 10-minute device
+# call, run PART=verify and PART=bench as two calls.
+# Steps:
+#  1. build: the runtime + reference once per mode (real, --vranks), then
+#     every implementation: baselines A (sequential ring), B (overlapped),
+#     C (allgather), the seed and two directive variants, every cheat;
+#  2. verify at R = 1 with --perturb on the verify sizes (A, B, C, seeds);
+#  3. cheats at R = 1: those that act at R = 1 must exit 3 with the reason
+#     their mechanism gives (the others are the seed at R = 1: reported);
+#  4. virtual ranks (protocol tests, never performance): the seeds at
+#     R = 2, 4, 8 on small sizes must pass; every cheat at R = 2 and 4 must
+#     exit 3 with its reason (slot_race: a race, reported only);
+#  5. bench at R = 1, short and mid: A, B, C and the seed, with seed/B,
+#     seed/C, seed/min(B, C) (the bar) and TFLOP/s; torch SDPA beside it.
+# Writes to $OUT (<= 8 files):
+#   flash_attn.tap   TAP log            summary.json  bench table + every run
+#   results.jsonl    every RESULT.json  runs.log      commands and stderr
+#   build.log        compiler output
+# Exit status 0 when every check that must pass passed.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-$ROOT/build/gpu-attn}
+PART=${PART:-all}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+T_START=$(date +%s)
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+NCCL_DIR=${NCCL_DIR:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
+WL=$ROOT/workloads/flash_attn_cp
+INC=(-I"$ROOT/runtime" -I"$WL")
+LIBS=(-lcublas -lcublasLt -lnccl)
+if [ -n "$NCCL_DIR" ] && [ -d "$NCCL_DIR/include" ]; then
+  INC=(-I"$NCCL_DIR/include" "${INC[@]}")
+  LIBS=(-L"$NCCL_DIR/lib" -Xlinker -rpath -Xlinker "$NCCL_DIR/lib" "${LIBS[@]}")
+  export LD_LIBRARY_PATH="$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}"
+fi
+NV=("$NVCC" -arch=sm_90 -std=c++17 -O3 -lineinfo "${INC[@]}")
+B=${ATTN_BUILD:-/tmp/flash_attn_build}  # binaries and scratch: NOT under $OUT
+rm -rf "$B"
+mkdir -p "$B/lib"
+if [ -n "$NCCL_DIR" ] && [ ! -e "$NCCL_DIR/lib/libnccl.so" ]; then
+  so=$(ls "$NCCL_DIR"/lib/libnccl.so* 2>/dev/null | head -1)
+  [ -n "$so" ] && ln -sf "$so" "$B/lib/libnccl.so"
+fi
+CUDA_LIB=${CUDA_LIB:-$(dirname "$(dirname "$NVCC")")/lib64}
+LIBS=(-L"$B/lib" -L"$CUDA_LIB" -Xlinker -rpath -Xlinker "$CUDA_LIB" "${LIBS[@]}")
+export LD_LIBRARY_PATH="$CUDA_LIB:${LD_LIBRARY_PATH:-}"
+TAP=$OUT/flash_attn.tap RUNS=$OUT/runs.log JL=$OUT/results.jsonl REC=$B/records.txt
+rm -f "$TAP" "$RUNS" "$JL" "$OUT/summary.json" "$OUT/build.log"
+: >"$TAP"; : >"$RUNS"; : >"$JL"; : >"$REC"; : >"$OUT/build.log"
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1" | tee -a "$TAP"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1" | tee -a "$TAP"; echo "# $2" | tee -a "$TAP"; }
+note() { echo "# $*" | tee -a "$TAP"; }
+note "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+note "NCCL_DIR=${NCCL_DIR:-none, using the CUDA headers}"
+
+# ---- build -------------------------------------------------------------------------
+build_obj() {  # SRC OBJ [FLAGS...]
+  local src=$1 obj=$2; shift 2
+  "${NV[@]}" "$@" -c "$src" -o "$obj" >"$obj.log" 2>&1
+}
+jobs_wait() { while [ "$(jobs -rp | wc -l)" -ge "${ATTN_JOBS:-12}" ]; do sleep 0.5; done; }
+MODES="real vr"; [ "$PART" = bench ] && MODES=real
+for mode in $MODES; do
+  vf=(); [ $mode = vr ] && vf=(-DCUCO_VRANKS)
+  for f in "$ROOT"/runtime/*.cu; do
+    build_obj "$f" "$B/${mode}_rt_$(basename "$f" .cu).o" "${vf[@]}" & jobs_wait
+  done
+  build_obj "$WL/reference.cu" "$B/${mode}_reference.o" "${vf[@]}" & jobs_wait
+done
+# name|source|directive flags|modes
+IMPLS=("A|$WL/baseline.cu||real"
+       "B|$WL/baseline_overlap.cu||real"
+       "C|$WL/baseline_allgather.cu||real"
+       "seed|$WL/seed.cu||real vr"
+       "seed_ag_warp|$WL/seed.cu|-DCUCO_PARAM_pattern=allgather -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16|real vr"
+       "seed_s3_thread|$WL/seed.cu|-DCUCO_PARAM_slots=3 -DCUCO_ISSUER=1 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_copy_threads=256|real vr")
+for c in "$WL"/cheats/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c||real vr"); done
+if [ "$PART" = bench ]; then  # only what the bench runs
+  IMPLS=("${IMPLS[@]:0:4}"); IMPLS[3]="seed|$WL/seed.cu||real"
+fi
+for e in "${IMPLS[@]}"; do
+  IFS='|' read -r name src flags modes <<<"$e"
+  for mode in $modes; do
+    vf=(); [ $mode = vr ] && vf=(-DCUCO_VRANKS)
+    # shellcheck disable=SC2086
+    build_obj "$src" "$B/${mode}_$name.o" "${vf[@]}" $flags & jobs_wait
+  done
+done
+wait
+cat "$B"/*.log >>"$OUT/build.log" 2>/dev/null
+nb=0 nt=0
+for e in "${IMPLS[@]}"; do
+  IFS='|' read -r name src flags modes <<<"$e"
+  for mode in $modes; do
+    nt=$((nt + 1))
+    if [ -f "$B/${mode}_$name.o" ] && "$NVCC" -arch=sm_90 -o "$B/${mode}_$name" "$B/${mode}"_rt_*.o \
+        "$B/${mode}_reference.o" "$B/${mode}_$name.o" "${LIBS[@]}" >>"$OUT/build.log" 2>&1; then
+      nb=$((nb + 1))
+    else
+      not_ok "build $mode $name" "$(tail -5 "$B/${mode}_$name.o.log" 2>/dev/null) (see build.log)"
+    fi
+  done
+done
+ok "built $nb of $nt binaries in $(($(date +%s) - T_START)) s"
+
+# Sizes (the same strings as workload.ini; t1002 checks).
+declare -A SZ=(
+  [v_tiny]="S=48,HQ=4,HKV=1,D=64"
+  [v_small]="S=256,HQ=8,HKV=2,D=128"
+  [v_odd]="S=1001,HQ=8,HKV=8,D=64,B=2"
+  [v_1000]="S=1000,HQ=32,HKV=8,D=128"
+  [v_contig]="S=512,HQ=4,HKV=1,D=128,CONTIG=1"
+  [v_gqa]="S=2048,HQ=32,HKV=8,D=128"
+  [short]="SR=1024,HQ=32,HKV=8,D=128"
+  [mid]="SR=8192,HQ=32,HKV=8,D=128")
+TOL=1e-2
+
+# run MODE IMPL SIZE BMODE WANT TIMEOUT REASON [extra args]: one harness run.
+# WANT: 0 must pass, 3 must be rejected by verification with an error
+# matching the regex REASON, "any" = report only.  MODE real: R = 1;
+# vr: extra args carry --vranks R.
+run() {
+  local mode=$1 impl=$2 size=$3 bmode=$4 want=$5 to=$6 reason=$7; shift 7
+  local res=$B/res.json bin=$B/${mode}_$impl tag="$impl $size $bmode${*:+ $*}"
+  rm -f "$res" "$res".rank*.progress
+  if [ ! -x "$bin" ]; then not_ok "$tag" "not built"; return; fi
+  local cmd=("$bin" --params "${SZ[$size]}" --size-name "$size" --mode "$bmode" --seed 12345
+             --tol "$TOL" --impl "$impl" --workload flash_attn_cp --out "$res")
+  [ "$mode" = real ] && cmd+=(--rank 0 --nranks 1)
+  cmd+=("$@")
+  echo "== $tag: ${cmd[*]}" >>"$RUNS"
+  local t0; t0=$(date +%s%N)
+  timeout "$to" "${cmd[@]}" >>"$RUNS" 2>"$B/stderr.txt"; local rc=$?
+  local dt; dt=$(( ($(date +%s%N) - t0) / 1000000 ))
+  dt=$((dt / 1000)).$(printf %03d $((dt % 1000)))
+  cat "$B/stderr.txt" >>"$RUNS"
+  [ -f "$res" ] && tr -d '\n' <"$res" >>"$JL" && echo >>"$JL"
+  local vr=0; [[ " $* " == *" --vranks "* ]] && vr=$(echo "$*" | sed -E 's/.*--vranks ([0-9]+).*/\1/')
+  echo "$impl|$size|$bmode|$rc|$want|$dt|$vr" >>"$REC"
+  local err=""; [ -f "$res" ] && err=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1])).get("error",""))' "$res" 2>/dev/null)
+  local why; why="${err:-$(tail -2 "$B/stderr.txt" | tr '\n' ' ')}"
+  [ "$rc" -eq 124 ] && why="timeout (hang?) at stage $(cat "$res".rank0.progress 2>/dev/null)"
+  if [ "$want" = any ]; then note "$tag: exit $rc ${why:0:300}"
+  elif [ "$rc" -ne "$want" ]; then not_ok "$tag" "exit $rc, wanted $want: ${why:0:400}"
+  elif [ "$want" = 3 ] && ! echo "$err" | grep -qE "$reason"; then
+    not_ok "$tag" "rejected, but not by '$reason': ${err:0:300}"
+  else ok "$tag (exit $rc, ${dt%.*} s)${err:+: ${err:0:120}}"; fi
+}
+
+# Reason prefixes each cheat's mechanism gives (runtime reason words).
+declare -A WHY=(
+  [stale_slot]="nan:|poison:"          # recv-poison: the slot is NaN until the hop lands
+  [prev_shard]="nan:|poison:"          # recv-poison: old slots are poisoned every step
+  [slot_race]="local-check:|rel-l2:"   # perturb: a race, reported only
+  [skip_blocks]="local-check:|rel-l2:" # needles and rel-l2
+  [doubled_hop]="local-check:|rel-l2:" # LSE bound (R = 1), needles (R >= 2)
+  [skipped_hop]="nan:|rel-l2:|local-check:"
+  [early_clock]="poison:")             # snapshot at the end event
+R1_CAUGHT=" skip_blocks doubled_hop skipped_hop early_clock "
+
+if [ "$PART" != bench ]; then
+# ---- 2. verify at R = 1 --------------------------------------------------------------
+first=1
+for s in v_tiny v_small v_odd v_1000 v_contig v_gqa; do
+  for impl in A B C seed seed_ag_warp seed_s3_thread; do run real "$impl" "$s" verify 0 60 "" --perturb; done
+  if [ $first = 1 ] && [ "$(grep -c '|verify|4|' "$REC")" -ge 6 ]; then
+    note "every v_tiny run failed with exit 4 (setup/CUDA/NCCL error): stopping; see runs.log"
+    echo "1..$n" >>"$TAP"; exit 1
+  fi
+  first=0
+done
+# ---- 3. cheats at R = 1 ------------------------------------------------------------------
+for c in "$WL"/cheats/*.cu; do
+  cn=$(basename "$c" .cu)
+  if [[ "$R1_CAUGHT" == *" $cn "* ]]; then
+    run real "cheat_$cn" v_gqa verify 3 60 "${WHY[$cn]}" --perturb
+  else
+    run real "cheat_$cn" v_gqa verify any 60 "" --perturb  # no hop at R = 1: it is the seed
+  fi
+done
+# ---- 4. virtual ranks (protocol tests) -----------------------------------------------------
+for R in 2 4 8; do
+  for impl in seed seed_ag_warp seed_s3_thread; do
+    for s in v_small v_1000; do run vr "$impl" "$s" verify 0 120 "" --vranks "$R"; done
+  done
+  run vr seed v_odd verify 0 120 "" --vranks "$R"
+done
+for R in 2 4; do
+  for c in "$WL"/cheats/*.cu; do
+    cn=$(basename "$c" .cu)
+    if [ "$cn" = slot_race ]; then
+      run vr "cheat_$cn" v_1000 verify any 120 "" --vranks "$R"
+    else
+      run vr "cheat_$cn" v_1000 verify 3 120 "${WHY[$cn]}" --vranks "$R"
+    fi
+  done
+done
+fi  # PART != bench
+# ---- 5. bench at R = 1 ----------------------------------------------------------------------
+if [ "$PART" = all ] || [ "$PART" = bench ]; then
+  for s in short mid; do
+    for impl in A B C seed; do run real "$impl" "$s" bench 0 150 "" --warmup 3 --iters 20 --min-time 0.5; done
+  done
+  cat >"$B/sdpa.py" <<'EOF'
+import json, torch, torch.nn.functional as F
+out = {}
+for name, S in (("short", 1024), ("mid", 8192)):
+    q = torch.randn(1, 32, S, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(1, 8, S, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    for _ in range(3):
+        F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(20):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True); b.record()
+        torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
+    ts.sort(); ms = ts[len(ts) // 2]
+    out[name] = {"sdpa_ms": ms, "sdpa_tflops": 2 * S * S * 32 * 128 / ms / 1e9}
+print(json.dumps(out))
+EOF
+  if timeout 120 python3 "$B/sdpa.py" >"$B/sdpa.json" 2>>"$RUNS"; then ok "torch SDPA anchor"
+  else not_ok "torch SDPA anchor" "$(tail -2 "$RUNS")"; echo '{}' >"$B/sdpa.json"; fi
+fi
+
+# ---- summary.json ----------------------------------------------------------------------------
+[ -f "$B/sdpa.json" ] || echo '{}' >"$B/sdpa.json"
+python3 - "$REC" "$JL" "$B/sdpa.json" "$OUT/summary.json" <<'EOF'
+import json, sys
+rec, jl, sj, out = sys.argv[1:]
+runs = [l.rstrip("\n").split("|") for l in open(rec) if l.strip()]
+res = [json.loads(l) for l in open(jl) if l.strip()]
+byk = {(r.get("impl"), r.get("size"), r.get("mode"), r.get("vranks", 0)): r for r in res}
+rows = []
+for impl, size, mode, rc, want, dt, vr in runs:
+    r = byk.get((impl, size, mode, int(vr)), {})
+    t = r.get("timing", {})
+    ch = r.get("verify", {}).get("checks", [])
+    rows.append({"impl": impl, "size": size, "mode": mode, "vranks": int(vr), "rc": int(rc),
+                 "want": want, "wall_s": float(dt), "status": r.get("status"),
+                 "error": r.get("error"),
+                 "rel_l2_max": max([c.get("rel_l2", 0) for c in ch], default=None),
+                 "row_rel_max": max([c.get("row_rel_l2", 0) for c in ch], default=None),
+                 "median_ms": t.get("median_ms"), "p10_ms": t.get("p10_ms"),
+                 "p90_ms": t.get("p90_ms"), "ci95": [t.get("ci95_lo_ms"), t.get("ci95_hi_ms")],
+                 "host_median_ms": t.get("host_median_ms"), "steps": t.get("steps")})
+try:
+    sdpa = json.load(open(sj))
+except Exception:
+    sdpa = {}
+S = {"short": 1024, "mid": 8192}
+bench = {}
+for s in S:
+    m = {r["impl"]: r["median_ms"] for r in rows if r["size"] == s and r["mode"] == "bench"}
+    a, b, c, sd = (m.get(k) for k in ("A", "B", "C", "seed"))
+    flop = 2.0 * S[s] ** 2 * 32 * 128
+    e = {"A_ms": a, "B_ms": b, "C_ms": c, "seed_ms": sd}
+    bar = min([x for x in (b, c) if x], default=None)
+    if bar: e["bar_ms (min(B, C))"] = bar
+    if sd and bar: e["seed_over_bar (goal <= 1.03 at R=1)"] = sd / bar
+    if sd and b: e["seed_over_B"] = sd / b
+    if sd and c: e["seed_over_C"] = sd / c
+    if sd: e["seed_tflops"] = flop / sd / 1e9
+    if sdpa.get(s): e.update(sdpa[s])
+    bench[s] = e
+json.dump({"note": "R=1, one H200 (no communication at R=1: the seed's overhead over the "
+           "baselines and the kernel beside SDPA); vranks rows are protocol tests, never "
+           "performance", "bench": bench, "runs": rows}, open(out, "w"), indent=1)
+print(json.dumps(bench, indent=1))
+EOF
+ok "summary written"
+note "total $(($(date +%s) - T_START)) s"
+echo "1..$n" >>"$TAP"
+[ "$failed" -eq 0 ]
