@@ -31,7 +31,7 @@ struct mb {
 // Layout, one CTA of 1024 threads: POS[t][d] (token order), and LAY[d] =
 // {tokens for d, pairs for each of d's experts}.  Dynamic shared memory:
 // (R + E + 64) unsigned.
-__global__ void __launch_bounds__(1024)
+static __global__ void __launch_bounds__(1024)
 mb_layout_kernel(const int32_t *ridx, long long T, int K, long long El, int R, int *pos,
                  unsigned *lay) {
   extern __shared__ unsigned mb_sh[];
@@ -70,7 +70,7 @@ mb_layout_kernel(const int32_t *ridx, long long T, int K, long long El, int R, i
 
 // Permute + quantize: one warp per token; its record goes to every
 // destination in its mask (codes, scales, meta for that destination).
-__global__ void __launch_bounds__(256)
+static __global__ void __launch_bounds__(256)
 mb_pack_kernel(const __nv_bfloat16 *X, const int32_t *ridx, const float *rw, const int *pos,
                const long long *doff, long long T, long long H, long long RB, long long META,
                int K, long long El, int R, unsigned char *send) {

@@ -32,6 +32,7 @@ struct ref_state {
   int *tl_h;    // [T*K] tokens grouped by expert
   float *wl_h;  // [T*K] their weights
   long long *eo_h;  // [E+1]
+  long long *fill;  // [E] scratch of ref_group
   int *tl;
   float *wl;
   void *xb, *w13b, *w2b;           // bf16 regen buffers (X, W13/W2 of one owner)
@@ -144,7 +145,8 @@ static int ref_init(struct wl_ctx *ctx, const struct wl_problem *p, struct ref_s
   st->tl_h = (int *)malloc(sizeof(int) * T * K);
   st->wl_h = (float *)malloc(sizeof(float) * T * K);
   st->eo_h = (long long *)malloc(sizeof(long long) * (s->E + 1));
-  if (!st->idx_h || !st->w_h || !st->tl_h || !st->wl_h || !st->eo_h)
+  st->fill = (long long *)malloc(sizeof(long long) * s->E);
+  if (!st->idx_h || !st->w_h || !st->tl_h || !st->wl_h || !st->eo_h || !st->fill)
     return rt_fail(ctx, "reference: out of memory");
   RT_CUDA(ctx, cudaMalloc((void **)&st->tl, sizeof(int) * T * K));
   RT_CUDA(ctx, cudaMalloc((void **)&st->wl, sizeof(float) * T * K));
@@ -172,14 +174,13 @@ static void ref_group(struct ref_state *st) {
   for (long long e = 0; e <= s->E; e++) st->eo_h[e] = 0;
   for (long long i = 0; i < n; i++) st->eo_h[st->idx_h[i] + 1]++;
   for (long long e = 0; e < s->E; e++) st->eo_h[e + 1] += st->eo_h[e];
-  long long *fill = (long long *)calloc((size_t)s->E, sizeof(long long));
+  for (long long e = 0; e < s->E; e++) st->fill[e] = 0;
   for (long long i = 0; i < n; i++) {
     int e = st->idx_h[i];
-    long long at = st->eo_h[e] + (fill ? fill[e]++ : 0);
+    long long at = st->eo_h[e] + st->fill[e]++;
     st->tl_h[at] = (int)(i / s->K);
     st->wl_h[at] = st->w_h[i];
   }
-  free(fill);
 }
 
 // The GPU fp32 path into EXP (fp32 [T][H]) on RS.

@@ -314,7 +314,7 @@ __device__ static inline void moe_meta_write(int *meta, long long tok, const int
 // CURSOR[e]; entries beyond the range are dropped, which only a wrong count
 // can cause) and gets the dequantized row x~ in A; ROW_W, REC_ROWS and
 // REC_TOK record the mapping.
-__global__ void __launch_bounds__(256)
+static __global__ void __launch_bounds__(256)
 moe_expand_kernel(const unsigned char *recs, const int *rec_off, long long nrec, long long id0,
                   long long RB, long long H, long long META, int K, long long El, long long T,
                   const int *ebeg, const int *eend, int *cursor, __nv_bfloat16 *A,
@@ -394,7 +394,7 @@ __device__ static inline void moe_reduce_rec(const __nv_bfloat16 *O, const int *
 
 // SwiGLU over ROWS rows: ACT[r][f] = bf16(silu(g) * u), g = H1[r][f],
 // u = H1[r][F + f], in fp32.
-__global__ void moe_swiglu_kernel(const __nv_bfloat16 *h1, __nv_bfloat16 *act, long long rows,
+static __global__ void moe_swiglu_kernel(const __nv_bfloat16 *h1, __nv_bfloat16 *act, long long rows,
                                   long long F) {
   const long long per = F / 8, n = rows * per;
   for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < n;
@@ -418,7 +418,7 @@ __global__ void moe_swiglu_kernel(const __nv_bfloat16 *h1, __nv_bfloat16 *act, l
 // order, of its returned row + the shared expert's row).  The returned row
 // of (t, d) is RET[DOFF[d] + POS[t*R + d]] when POS != NULL (records in
 // per-destination order), else RET[t*R + d] (the [token][src] slots).
-__global__ void moe_final_kernel(__nv_bfloat16 *Y, const __nv_bfloat16 *ret,
+static __global__ void moe_final_kernel(__nv_bfloat16 *Y, const __nv_bfloat16 *ret,
                                  const __nv_bfloat16 *sho, const int32_t *ridx, const int *pos,
                                  const long long *doff, long long T, int K, long long El, int R,
                                  long long H) {
@@ -536,7 +536,7 @@ static inline int moe_expand(struct wl_ctx *ctx, struct moe_core *c, cudaStream_
 
 // Pre-reduce, locally: OUT[id] = the weighted sum of record ID's expert
 // rows, for ids [ID0, ID0 + N) (one warp per record).
-__global__ void __launch_bounds__(256)
+static __global__ void __launch_bounds__(256)
 moe_reduce_kernel(const __nv_bfloat16 *O, const int *rec_rows, const float *row_w, int K,
                   long long H, long long id0, long long n, __nv_bfloat16 *out) {
   const int lane = threadIdx.x & 31;
