@@ -11,7 +11,7 @@
 //   X     [T][H]        bf16  INPUT (fresh every step)
 //   W13   [El][H][2F]   bf16  INPUT: columns [0,F) gate (W1), [F,2F) up (W3)
 //   W2    [El][F][H]    bf16  INPUT
-//   WS13  [H][2F], WS2 [F][H]  bf16 INPUT: the shared expert (SH=1)
+//   WS13  [H][2F], WS2 [F][H]  bf16 INPUT: the shared expert (absent with NOSH=1)
 //   Y     [T][H]        bf16  OUTPUT
 //   route_idx [T][K] int32, route_w [T][K] fp32: SCRATCH, written by the
 //         reset hook (the step's routing; never derive it any other way)
@@ -69,18 +69,19 @@ static inline int moe_shape_get(struct wl_ctx *ctx, const struct wl_problem *p,
   s->G = wl_param(p, "G", 8);
   s->TG = wl_param(p, "TG", 4);
   s->K = wl_param(p, "K", 8);
-  s->SH = wl_param(p, "SH", 1);
+  s->SH = wl_param(p, "NOSH", 0) == 1 ? 0 : 1;  // NOSH=1: no shared expert
+  if (wl_param(p, "NOSH", 0) < 0 || wl_param(p, "NOSH", 0) > 1)
+    return rt_fail(ctx, "moe_dsv3 needs NOSH 0 or 1 (got %lld)", wl_param(p, "NOSH", 0));
   s->RHO = wl_param(p, "RHO", 100);
   s->ALPHA = wl_param(p, "ALPHA", 0);
   s->MODE = wl_param(p, "MODE", 0);
   s->R = p->nranks;
   s->me = p->rank;
   if (s->T < 1 || s->T > 65536 || s->H < 128 || s->H > 16384 || s->H % 128 || s->F < 8 ||
-      s->F > 16384 || s->F % 8 || s->SH < 0 || s->SH > 1)
+      s->F > 16384 || s->F % 8)
     return rt_fail(ctx, "moe_dsv3 needs T in 1..65536, H a multiple of 128 in 128..16384, "
-                        "F a multiple of 8 in 8..16384, SH 0 or 1 (got T=%lld H=%lld F=%lld "
-                        "SH=%lld)",
-                   s->T, s->H, s->F, s->SH);
+                        "F a multiple of 8 in 8..16384 (got T=%lld H=%lld F=%lld)",
+                   s->T, s->H, s->F);
   if (s->R < 1 || s->R > MOE_MAX_RANKS || s->E < 1 || s->E % s->R)
     return rt_fail(ctx, "moe_dsv3 needs 1..%d ranks dividing E (got R=%d E=%lld)",
                    MOE_MAX_RANKS, s->R, s->E);
