@@ -260,6 +260,8 @@ static int sd_step(struct wl_ctx *ctx, struct sd *u) {
       if (cn[0] == 0xFFFFFFFFu || cn[0] > (unsigned)u->cap)
         return rt_fail(ctx, "counts of rank %d CTA %d did not arrive or are invalid (%u)", q, b,
                        cn[0]);
+      if (nin + cn[0] > moe_recs_cap(s))
+        return rt_fail(ctx, "more records than %d ranks x %lld tokens", R, s->T);
       for (unsigned i = 0; i < cn[0]; i++, nin++) {
         off[nin] = (int)(((long long)q * C + b) * u->cap + i);
         src[nin] = q;
@@ -271,6 +273,7 @@ static int sd_step(struct wl_ctx *ctx, struct sd *u) {
       }
     }
   for (long long e = 0; e < El; e++) beg[e + 1] += beg[e];
+  if (beg[El] > moe_rows_cap(s)) return rt_fail(ctx, "more expert rows than the worst case");
   RT_CUDA(ctx, cudaMemcpyAsync(u->recmap, u->recmap_h, sizeof(int) * 2 * moe_recs_cap(s),
                                cudaMemcpyHostToDevice, st));
   RT_CUDA(ctx, cudaMemcpyAsync(c->eoff, beg, sizeof(int) * (El + 1), cudaMemcpyHostToDevice, st));
