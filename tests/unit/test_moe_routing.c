@@ -37,10 +37,12 @@ static void assert_valid(const struct moe_route_cfg *c, const int32_t *idx,
     for (int k = 0; k < c->K; k++) {
       int e = idx[t * c->K + k];
       assert_in_range(e, 0, c->E - 1);
-      for (int j = 0; j < k; j++) assert_int_not_equal(e, idx[t * c->K + j]);
+      for (int j = 0; j < k; j++)
+        assert_int_not_equal(e, idx[t * c->K + j]);
       if (c->mode != MOE_ROUTE_PAPER) {
         int g = e / (c->E / c->G);
-        if (!gseen[g]) gseen[g] = 1, ng++;
+        if (!gseen[g])
+          gseen[g] = 1, ng++;
       }
       assert_true(w[t * c->K + k] > 0.0f);
       sum += w[t * c->K + k];
@@ -106,7 +108,8 @@ static void test_dsv3_valid_and_deterministic(void **state)
   assert_memory_equal(wa, wb, sizeof(float) * 4096 * 8);
   free(b), free(wb);
   /* another step, rank or seed: another routing */
-  uint64_t keys[3] = {moe_route_key(7, 3, 2), moe_route_key(7, 4, 1), moe_route_key(8, 3, 1)};
+  uint64_t keys[3] = {moe_route_key(7, 3, 2), moe_route_key(7, 4, 1),
+                      moe_route_key(8, 3, 1)};
   for (int i = 0; i < 3; i++) {
     gen(&c, keys[i], 3, &b, &wb);
     assert_valid(&c, b, wb);
@@ -116,7 +119,8 @@ static void test_dsv3_valid_and_deterministic(void **state)
   /* all 256 experts are used, each roughly equally (balanced) */
   long long load[8] = {0}, el[256] = {0};
   moe_route_loads(&c, a, load, el);
-  for (int e = 0; e < 256; e++) assert_in_range(el[e], 64, 256); /* mean 128 */
+  for (int e = 0; e < 256; e++)
+    assert_in_range(el[e], 64, 256); /* mean 128 */
   free(a), free(wa);
 }
 
@@ -134,7 +138,8 @@ static double realized(int R, double rho, double alpha, double *expected)
     int32_t *idx;
     float *w;
     gen(&c, moe_route_key(99, r, 5), r, &idx, &w);
-    if (r == 0) assert_valid(&c, idx, w);
+    if (r == 0)
+      assert_valid(&c, idx, w);
     moe_route_loads(&c, idx, load, NULL);
     free(idx), free(w);
   }
@@ -147,10 +152,11 @@ static void test_skew_hits_target(void **state)
   static const struct {
     int R;
     double rho, alpha;
-  } cases[] = {{2, 1, 0}, {2, 2, 0}, {2, 3, 0}, {2, 5, 0}, {8, 1, 0},
+  } cases[] = {{2, 1, 0}, {2, 2, 0}, {2, 3, 0},   {2, 5, 0},  {8, 1, 0},
                {8, 2, 0}, {8, 5, 0}, {8, 5, 1.2}, {4, 3, 0.6}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    double exp_r = 0, got = realized(cases[i].R, cases[i].rho, cases[i].alpha, &exp_r);
+    double exp_r = 0,
+           got = realized(cases[i].R, cases[i].rho, cases[i].alpha, &exp_r);
     /* calibration's own estimate and an independent draw both near target */
     assert_true(fabs(exp_r - cases[i].rho) <= 0.05 * cases[i].rho);
     if (fabs(got - cases[i].rho) > 0.08 * cases[i].rho)
@@ -171,7 +177,8 @@ static void test_zipf_inside_groups(void **state)
   gen(&c, moe_route_key(1, 0, 1), 0, &idx, &w);
   assert_valid(&c, idx, w);
   long long pos[32] = {0};
-  for (int i = 0; i < 4096 * 8; i++) pos[idx[i] % 32]++;
+  for (int i = 0; i < 4096 * 8; i++)
+    pos[idx[i] % 32]++;
   assert_true(pos[0] > 5 * pos[31]);
   assert_true(pos[0] > pos[1] && pos[1] > pos[3] && pos[3] > pos[15]);
   free(idx), free(w);
@@ -179,7 +186,8 @@ static void test_zipf_inside_groups(void **state)
 
 static void test_paper_splits_exact(void **state)
 {
-  static const int want[4][2] = {{2731, 1365}, {3072, 1024}, {3277, 819}, {3413, 683}};
+  static const int want[4][2] = {
+      {2731, 1365}, {3072, 1024}, {3277, 819}, {3413, 683}};
   (void)state;
   for (int rho = 2; rho <= 5; rho++) {
     struct moe_route_cfg c;
@@ -188,7 +196,8 @@ static void test_paper_splits_exact(void **state)
     c.E = 2, c.K = 1, c.mode = MOE_ROUTE_PAPER, c.rho = rho;
     assert_int_equal(moe_route_check(&c, NULL, 0), 0);
     assert_int_equal(moe_route_calibrate(&c, &expected), 0);
-    assert_true(fabs(expected - (double)want[rho - 2][0] / want[rho - 2][1]) < 1e-12);
+    assert_true(fabs(expected - (double)want[rho - 2][0] / want[rho - 2][1]) <
+                1e-12);
     for (int r = 0; r < 2; r++) {
       int32_t *idx;
       float *w;
@@ -197,10 +206,12 @@ static void test_paper_splits_exact(void **state)
       moe_route_loads(&c, idx, load, NULL);
       assert_int_equal(load[0], want[rho - 2][0]);
       assert_int_equal(load[1], want[rho - 2][1]);
-      for (int t = 0; t < 4096; t++) assert_true(w[t] == 2.5f);
+      for (int t = 0; t < 4096; t++)
+        assert_true(w[t] == 2.5f);
       /* the hot tokens are a random subset, not a prefix */
       int prefix = 1;
-      for (int t = 0; t < want[rho - 2][0]; t++) prefix &= idx[t] == 0;
+      for (int t = 0; t < want[rho - 2][0]; t++)
+        prefix &= idx[t] == 0;
       assert_false(prefix);
       free(idx), free(w);
     }
@@ -211,7 +222,8 @@ static void test_small_and_edge_cases(void **state)
 {
   static const int Ts[4] = {1, 7, 33, 130};
   (void)state;
-  for (int i = 0; i < 4; i++) { /* small T, small expert counts, R = 1 with 8 experts */
+  for (int i = 0; i < 4;
+       i++) { /* small T, small expert counts, R = 1 with 8 experts */
     struct moe_route_cfg c;
     int32_t *idx;
     float *w;
@@ -234,7 +246,8 @@ static void test_small_and_edge_cases(void **state)
     float *w;
     gen(&c, moe_route_key(3, r, 9), r, &idx, &w);
     assert_valid(&c, idx, w);
-    if (r == 0) assert_int_equal(idx[0], 2);
+    if (r == 0)
+      assert_int_equal(idx[0], 2);
     moe_route_loads(&c, idx, load, el);
     free(idx), free(w);
   }
@@ -251,7 +264,8 @@ static void test_small_and_edge_cases(void **state)
     float *w;
     gen(&c, moe_route_key(4, r, 1), r, &idx, &w);
     assert_valid(&c, idx, w);
-    for (int t = 0; t < 130; t++) assert_int_equal(idx[t * 8], 255);
+    for (int t = 0; t < 130; t++)
+      assert_int_equal(idx[t * 8], 255);
     free(idx), free(w);
   }
   /* top-1, all tokens on one expert: the other experts are empty */
@@ -261,7 +275,8 @@ static void test_small_and_edge_cases(void **state)
   int32_t *idx;
   float *w;
   gen(&c, moe_route_key(4, 1, 1), 1, &idx, &w);
-  for (int t = 0; t < 7; t++) assert_int_equal(idx[t], 3), assert_true(w[t] == 2.5f);
+  for (int t = 0; t < 7; t++)
+    assert_int_equal(idx[t], 3), assert_true(w[t] == 2.5f);
   free(idx), free(w);
 }
 
@@ -275,14 +290,17 @@ static void test_fp8_twin(void **state)
       continue;
     }
     float f = moe_q8t_to_float((uint8_t)v);
-    if (v == 0x80) assert_true(f == 0.0f && signbit(f));
-    else assert_int_equal(moe_q8t_from_float(f), v);
+    if (v == 0x80)
+      assert_true(f == 0.0f && signbit(f));
+    else
+      assert_int_equal(moe_q8t_from_float(f), v);
   }
   assert_true(moe_q8t_to_float(0x7E) == 448.0f);
   assert_true(moe_q8t_to_float(0x01) == ldexpf(1.0f, -9));
   /* ties to even: 1.0625 lies between 1.0 (0x38) and 1.125 (0x39) */
   assert_int_equal(moe_q8t_from_float(1.0625f), 0x38);
-  assert_int_equal(moe_q8t_from_float(1.1875f), 0x3A); /* between 0x39 and 0x3A */
+  assert_int_equal(moe_q8t_from_float(1.1875f),
+                   0x3A); /* between 0x39 and 0x3A */
   assert_int_equal(moe_q8t_from_float(nextafterf(1.0625f, 2.0f)), 0x39);
   /* saturation, NaN, subnormal halfway */
   assert_int_equal(moe_q8t_from_float(1000.0f), 0x7E);
@@ -292,7 +310,8 @@ static void test_fp8_twin(void **state)
   assert_int_equal(moe_q8t_from_float(ldexpf(3.0f, -10)), 0x02); /* tie to 2 */
   /* bf16 rounding */
   assert_int_equal(moe_q8t_bf16(1.0f), 0x3F80);
-  assert_int_equal(moe_q8t_bf16(moe_q8t_float(0x3F808000u)), 0x3F80); /* tie to even */
+  assert_int_equal(moe_q8t_bf16(moe_q8t_float(0x3F808000u)),
+                   0x3F80); /* tie to even */
   assert_int_equal(moe_q8t_bf16(moe_q8t_float(0x3F818000u)), 0x3F82);
   /* a row: the block maximum maps to +-448, errors within e4m3's 1/16 */
   uint16_t x[256];
@@ -305,17 +324,22 @@ static void test_fp8_twin(void **state)
   float amax = 0;
   for (int i = 0; i < 128; i++) {
     float v = fabsf(moe_q8t_bf16_to_float(x[i]));
-    if (v > amax) amax = v;
+    if (v > amax)
+      amax = v;
   }
   assert_true(s[0] == amax / 448.0f);
   int at_max = 0;
   for (int i = 0; i < 128; i++) {
-    float v = moe_q8t_bf16_to_float(x[i]), d = moe_q8t_bf16_to_float(moe_q8t_decode(q[i], s[0]));
-    if ((q[i] & 0x7F) == 0x7E) at_max++;
-    if (fabsf(v) >= ldexpf(1.0f, -6) * s[0]) assert_true(fabsf(d - v) <= fabsf(v) / 16 + 1e-7f);
+    float v = moe_q8t_bf16_to_float(x[i]),
+          d = moe_q8t_bf16_to_float(moe_q8t_decode(q[i], s[0]));
+    if ((q[i] & 0x7F) == 0x7E)
+      at_max++;
+    if (fabsf(v) >= ldexpf(1.0f, -6) * s[0])
+      assert_true(fabsf(d - v) <= fabsf(v) / 16 + 1e-7f);
   }
   assert_true(at_max >= 1);
-  for (int i = 128; i < 256; i++) assert_int_equal(q[i], 0);
+  for (int i = 128; i < 256; i++)
+    assert_int_equal(q[i], 0);
 }
 
 int main(void)
