@@ -78,7 +78,7 @@ if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
   cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
 fi
 for c in "$WL"/cheats/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
-cc "tools/gemm_bench.cu" "$WL/tools/gemm_bench.cu
+cc "tools/gemm_bench.cu" "$WL/tools/gemm_bench.cu"
 wait
 for i in "${!jobs_list[@]}"; do
   if [ "$(cat "$TMP/rc$i")" = 0 ] && ! grep -q "warning" "$TMP/log$i"; then ok "${jobs_list[$i]} compiles (no warnings)"
