@@ -59,6 +59,15 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJ) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
 
+# A unit test of a workload's frozen host code (plain C shared with its .cu
+# files) also links that code: test_moe_routing <- workloads/moe_dsv3.
+MOE_DIR := workloads/moe_dsv3
+$(BUILD)/tests/test_moe_routing: tests/unit/test_moe_routing.c $(MOE_DIR)/moe_routing.c \
+    $(MOE_DIR)/moe_routing.h $(MOE_DIR)/moe_fp8.h $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -I$(MOE_DIR) -o $@ $< $(MOE_DIR)/moe_routing.c \
+	  $(LIB_OBJ) $(LDLIBS) -lcmocka
+
 $(BUILD)/tests/%: tests/unit/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)

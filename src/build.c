@@ -192,10 +192,12 @@ static void free_names(char **names, int n)
     free(names[i]);
 }
 
-/* Hash the headers of one folder (they may be included by any unit). */
+/* Hash the headers of one folder (they may be included by any unit).
+ * Plain .c files count too: a workload may include its frozen C code
+ * (workloads/moe_dsv3/wl_moe.cuh includes moe_routing.c). */
 static int hash_headers(XXH64_state_t *st, const char *dir, struct err *e)
 {
-  static const char *const hdr[] = {".h", ".cuh", ".hpp", ".inc", NULL};
+  static const char *const hdr[] = {".h", ".cuh", ".hpp", ".inc", ".c", NULL};
   char *names[MAX_UNITS * 2];
   int n, i, rc;
 

@@ -1,0 +1,87 @@
+#!/bin/bash
+# moe_dsv3 (issue 18), no GPU needed: the cheats carry a CUCO-EXPECT-REJECT
+# first line and differ from the seed only inside the EVOLVE block (and
+# tools/make_cheats.py reproduces them); `cuco eval --static-only` accepts
+# the baselines and seed and every cheat passes the static stage; every .cu
+# compiles for sm_90 (reference, both baselines, the seed, its GIN path, the
+# seed and reference in virtual-rank mode, every cheat), two at a time.
+. "$(dirname "$0")/lib.sh"
+
+WL=$ROOT/workloads/moe_dsv3
+frozen() {  # the text outside EVOLVE blocks, minus a first CUCO-EXPECT-REJECT line
+  sed -e '1{/^\/\/ CUCO-EXPECT-REJECT:/d}' "$1" |
+    awk '/EVOLVE-BLOCK-START/{skip=1} !skip{print} /EVOLVE-BLOCK-END/{skip=0}'
+}
+frozen "$WL/seed.cu" >"$TMP/seed.frozen"
+n_cheats=0
+for c in "$WL"/cheats/*.cu; do
+  b=$(basename "$c")
+  n_cheats=$((n_cheats + 1))
+  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+'; then
+    ok "cheat $b has a CUCO-EXPECT-REJECT first line"
+  else
+    not_ok "cheat $b has a CUCO-EXPECT-REJECT first line" "$(head -1 "$c")"
+  fi
+  frozen "$c" >"$TMP/c.frozen"
+  if [ "$(sed -n 2p "$c")" = "$(head -1 "$WL/seed.cu")" ] && cmp -s "$TMP/seed.frozen" "$TMP/c.frozen"; then
+    ok "cheat $b changes only the EVOLVE block"
+  else not_ok "cheat $b changes only the EVOLVE block" "$(diff "$TMP/seed.frozen" "$TMP/c.frozen" | head -5)"; fi
+  if cmp -s "$WL/seed.cu" "$c"; then not_ok "cheat $b differs from the seed" "identical"
+  else ok "cheat $b differs from the seed"; fi
+done
+if [ "$n_cheats" -ge 6 ]; then ok "six cheats or more"; else not_ok "six cheats or more" "$n_cheats"; fi
+# The generator reproduces the committed cheats from the committed seed.
+mkdir -p "$TMP/wl/cheats" "$TMP/wl/tools"
+cp "$WL/seed.cu" "$TMP/wl/" && cp "$WL/tools/make_cheats.py" "$TMP/wl/tools/"
+if (cd "$TMP/wl" && python3 tools/make_cheats.py) && diff -r "$WL/cheats" "$TMP/wl/cheats" >"$TMP/d"; then
+  ok "tools/make_cheats.py reproduces cheats/"
+else not_ok "tools/make_cheats.py reproduces cheats/" "$(head -5 "$TMP/d")"; fi
+awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -4 >"$TMP/evhead"
+expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
+  '^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=global issuer=warp chunk=64MiB$'
+expect_grep "seed: comm_ctas param" "$TMP/evhead" '^// CUCO-PARAM comm_ctas=16$'
+
+# --- the tool's static stage ---
+expect_rc "static: baselines and seed" 0 "$CUCO" eval "$WL" --impl all --static-only
+expect_grep "seed static ok" "$TMP/out" "seed.cu: ok \(static checks\)"
+expect_grep "baseline A static ok" "$TMP/out" "^baseline.cu: ok \(static checks\)"
+expect_grep "baseline B static ok" "$TMP/out" "baseline_overlap.cu: ok \(static checks\)"
+expect_rc "static: cheat suite" 0 "$CUCO" eval "$WL" --cheats --static-only
+expect_grep "every cheat passes static (caught later)" "$TMP/out" \
+  "cheats: $n_cheats of $n_cheats caught as expected"
+sed 's/^\(\/\/ CUCO-DIRECTIVES .*\)sync=global/\1sync=per_peer/' "$WL/seed.cu" >"$TMP/pp.cu"
+expect_rc "sync outside the space rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/pp.cu" --static-only
+
+# --- compile checks ---
+NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if ! [ -x "$NVCC" ]; then
+  echo "ok $((_n + 1)) # SKIP no nvcc"; _n=$((_n + 1)); done_testing; exit $?
+fi
+INC=(-I"$ROOT/runtime" -I"$WL")
+[ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
+NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}" -diag-suppress 177)
+jobs_list=()
+cc() {  # NAME SRC [FLAGS...]: compile in the background, two at a time
+  local name=$1 src=$2 i=${#jobs_list[@]}; shift 2
+  jobs_list+=("$name")
+  ("${NV[@]}" "$@" -c "$src" -o "$TMP/o$i.o" >"$TMP/log$i" 2>&1; echo $? >"$TMP/rc$i") &
+  [ $(((i + 1) % 2)) -eq 0 ] && wait
+}
+cc "reference.cu" "$WL/reference.cu"
+cc "baseline.cu (A)" "$WL/baseline.cu"
+cc "baseline_overlap.cu (B)" "$WL/baseline_overlap.cu"
+cc "seed.cu (its directives)" "$WL/seed.cu" -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16
+cc "seed.cu GIN path" "$WL/seed.cu" -DCUCO_BACKEND=2
+cc "seed.cu 32 CTAs of 1024 threads" "$WL/seed.cu" -DCUCO_PARAM_comm_ctas=32 -DCUCO_PARAM_disp_threads=1024
+if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
+  cc "seed.cu in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS
+  cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
+fi
+for c in "$WL"/cheats/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
+cc "tools/gemm_bench.cu" "$WL/tools/gemm_bench.cu"
+wait
+for i in "${!jobs_list[@]}"; do
+  if [ "$(cat "$TMP/rc$i")" = 0 ] && ! grep -q "warning" "$TMP/log$i"; then ok "${jobs_list[$i]} compiles (no warnings)"
+  else not_ok "${jobs_list[$i]} compiles (no warnings)" "$(head -c 600 "$TMP/log$i")"; fi
+done
+done_testing
