@@ -120,9 +120,19 @@ void *rt_buffer(struct wl_ctx *ctx, const char *name);
  * for the per-row local checks; default 1 row. 0 or negative error. */
 int rt_output_shape(struct wl_ctx *ctx, const char *name, long long rows,
                     long long cols);
+/* Declare blocks of OUTPUT NAME for the per-block local check: every
+ * ROWS_PER_BLOCK consecutive rows (of the rt_output_shape rows) form one
+ * block (KV blocks, a rank's slice, GEMM tile rows); the worst block's
+ * relative L2 must stay under the block threshold (--block-tol).  Optional:
+ * without it there is no per-block check.  Call after rt_output_shape, in
+ * wl_setup.  0 or negative error.  (Added by issue 10; backward compatible.) */
+int rt_output_blocks(struct wl_ctx *ctx, const char *name,
+                     long long rows_per_block);
 /* Fill DST_DEV (device memory, as large as NAME) with the contents INPUT
  * buffer NAME has on rank RANK in the current step.  Enqueued on
- * rt_ref_stream(ctx).  0 or negative error. */
+ * rt_ref_stream(ctx).  Only the trusted reference may call it (inside
+ * wl_reference): a candidate must get other ranks' data by communicating.
+ * 0 or negative error. */
 int rt_input_regen(struct wl_ctx *ctx, const char *name, int rank,
                    void *dst_dev);
 
