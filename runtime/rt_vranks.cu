@@ -266,6 +266,9 @@ static void *vr_launch_rank(void *arg) {
 // the launch-order perturbation is switched off (tests only).
 static int vr_step(struct vr_run *v, unsigned long long step, int pk, int late,
                    double delay_ms) {
+  // Delay kind: the late rank's preparation starts late too (as in the real
+  // runtime), so work not ordered after its rt_stream reads stale inputs.
+  if (pk == RT_PK_DELAY) RT_TRY(rt_spin(delay_ms, v->ctx[late]->stream));
   for (int r = 0; r < v->R; r++) RT_TRY(vr_prepare(v, v->ctx[r], step));
   int host_late = pk == RT_PK_ORDER ? late : -1;
   if (pk != RT_PK_DELAY) late = -1;
