@@ -27,8 +27,8 @@ int eval_thresh_before(const struct eval_opts *o, const struct eval_ctx *x,
   rc = thresh_key(o->wl, s->params, x->ranks, o->vranks, th->key,
                   sizeof(th->key), e);
   if (!rc)
-    rc = thresh_load(x->cache_dir, o->wl->name, th->key, &th->t, &th->found,
-                     e);
+    rc =
+        thresh_load(x->cache_dir, o->wl->name, th->key, &th->t, &th->found, e);
   if (rc)
     return err_wrap(e, "thresholds");
   return 0;
@@ -40,9 +40,8 @@ int eval_thresh_after(const struct eval_opts *o, const struct eval_ctx *x,
                       struct eval_thresh *th, json_t *size_metrics,
                       struct err *e)
 {
-  const json_t *met = o->wl->kind == WORKLOAD_FREEFORM
-                          ? json_object_get(res, "last")
-                          : res;
+  const json_t *met =
+      o->wl->kind == WORKLOAD_FREEFORM ? json_object_get(res, "last") : res;
   double rel, row, block, fl, cap;
   struct err me = {0, ""};
   json_t *j;
@@ -68,12 +67,11 @@ int eval_thresh_after(const struct eval_opts *o, const struct eval_ctx *x,
     } else {
       thresh_bounds(o->wl, &fl, &cap);
       thresh_freeze(&th->t, rel, row, block, fl, cap, o->impl_name);
-      if (thresh_store(x->cache_dir, o->wl->name, th->key, &th->t, &stored,
-                       e))
+      if (thresh_store(x->cache_dir, o->wl->name, th->key, &th->t, &stored, e))
         return err_wrap(e, "thresholds");
       if (!stored) /* another eval froze them first: use those */
-        if (thresh_load(x->cache_dir, o->wl->name, th->key, &th->t,
-                        &th->found, e))
+        if (thresh_load(x->cache_dir, o->wl->name, th->key, &th->t, &th->found,
+                        e))
           return err_wrap(e, "thresholds");
       th->found = 1;
       th->now = stored;
@@ -108,8 +106,8 @@ void eval_thresh_note(const struct workload_size *s,
     return;
   if (th->found)
     snprintf(text + l, n - l,
-             "%s%s rel_l2<=%.3g row<=%.3g block<=%.3g (%s %s)",
-             l ? ", " : "", s->name, th->t.rel_l2, th->t.row, th->t.block,
+             "%s%s rel_l2<=%.3g row<=%.3g block<=%.3g (%s %s)", l ? ", " : "",
+             s->name, th->t.rel_l2, th->t.row, th->t.block,
              th->now ? "frozen now from" : "frozen from", th->t.baseline);
   else
     snprintf(text + l, n - l, "%s%s %s", l ? ", " : "", s->name, th->why);

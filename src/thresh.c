@@ -183,8 +183,7 @@ int thresh_key(const struct workload *w, const char *params, int ranks,
   return 0;
 }
 
-static void file_path(const char *cache_dir, const char *wl, char *p,
-                      size_t n)
+static void file_path(const char *cache_dir, const char *wl, char *p, size_t n)
 {
   snprintf(p, n, "%s/thresholds/%s.json", cache_dir, wl);
 }
@@ -288,9 +287,9 @@ int thresh_load(const char *cache_dir, const char *wl_name, const char *key,
 json_t *thresh_json(const struct thresh *t)
 {
   return json_pack("{s:f, s:f, s:f, s:s, s:{s:f, s:f, s:f}, s:f, s:f, s:f}",
-                   "rel_l2", t->rel_l2, "row_rel_l2", t->row,
-                   "block_rel_l2", t->block, "baseline", t->baseline,
-                   "baseline_error", "rel_l2", t->err_rel, "row_rel_l2",
+                   "rel_l2", t->rel_l2, "row_rel_l2", t->row, "block_rel_l2",
+                   t->block, "baseline", t->baseline, "baseline_error",
+                   "rel_l2", t->err_rel, "row_rel_l2",
                    t->err_row > 0 ? t->err_row : 0.0, "block_rel_l2",
                    t->err_block > 0 ? t->err_block : 0.0, "floor", t->floor,
                    "cap", t->cap, "frozen_at", t->frozen_at);

@@ -22,11 +22,11 @@ struct workload;
 
 /* One size's thresholds.  A threshold of 0 means "no such check". */
 struct thresh {
-  double rel_l2, row, block;             /* the thresholds */
-  double err_rel, err_row, err_block;    /* the baseline's own errors */
-  double floor, cap;                     /* the bounds used */
-  char baseline[128];                    /* the file that set them */
-  double frozen_at;                      /* unix time */
+  double rel_l2, row, block;          /* the thresholds */
+  double err_rel, err_row, err_block; /* the baseline's own errors */
+  double floor, cap;                  /* the bounds used */
+  char baseline[128];                 /* the file that set them */
+  double frozen_at;                   /* unix time */
 };
 
 /* The bounds of workload W: cap = [tolerance] rel_l2 (default 2e-2, the

@@ -26,10 +26,19 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-  char cmd[128];
+  static const char *const files[] = {"thresholds/wl.json",
+                                      "thresholds/wl.json.lock", "baseline.cu",
+                                      "reference.cu", NULL};
+  char p[160];
+  int i;
   (void)state;
-  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  for (i = 0; files[i]; i++) {
+    snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+    unlink(p);
+  }
+  snprintf(p, sizeof(p), "%s/thresholds", dir);
+  rmdir(p);
+  return rmdir(dir);
 }
 
 static void write_file(const char *path, const char *text)
@@ -84,11 +93,14 @@ static void test_errors_runtime(void **state)
   struct err e = {0, ""};
   json_t *j = json_loads(
       "{\"verify\": {\"checks\": ["
-      "{\"output\": \"C\", \"passed\": true, \"rel_l2\": 1e-3, \"row_rel_l2\": "
+      "{\"output\": \"C\", \"passed\": true, \"rel_l2\": 1e-3, "
+      "\"row_rel_l2\": "
       "2e-3, \"block_rel_l2\": 1.5e-3},"
-      "{\"output\": \"C\", \"passed\": true, \"rel_l2\": 3e-3, \"row_rel_l2\": "
+      "{\"output\": \"C\", \"passed\": true, \"rel_l2\": 3e-3, "
+      "\"row_rel_l2\": "
       "1e-3, \"block_rel_l2\": 1e-3},"
-      "{\"output\": \"C\", \"passed\": false, \"rel_l2\": 0.5, \"row_rel_l2\": "
+      "{\"output\": \"C\", \"passed\": false, \"rel_l2\": 0.5, "
+      "\"row_rel_l2\": "
       "0.9, \"block_rel_l2\": 0.7},"
       "{\"output\": \"(timing)\", \"passed\": true, \"rel_l2\": 0.9}]}}",
       0, NULL);
@@ -224,9 +236,10 @@ static void test_store(void **state)
   assert_int_equal(thresh_load(dir, "wl", "k1", &u, &found, &e), ERR_PARSE);
   assert_non_null(strstr(e.msg, "wl.json"));
   assert_int_equal(thresh_store(dir, "wl", "k3", &t, &stored, &e), ERR_PARSE);
-  write_file(path, "{\"entries\": {\"k1\": {\"rel_l2\": 2, \"baseline\": \"b\","
-                   " \"floor\": 0, \"cap\": 0.02, \"baseline_error\": "
-                   "{\"rel_l2\": 0}}}}");
+  write_file(path,
+             "{\"entries\": {\"k1\": {\"rel_l2\": 2, \"baseline\": \"b\","
+             " \"floor\": 0, \"cap\": 0.02, \"baseline_error\": "
+             "{\"rel_l2\": 0}}}}");
   assert_int_equal(thresh_load(dir, "wl", "k1", &u, &found, &e), ERR_PARSE);
   assert_non_null(strstr(e.msg, "entry 'k1' is malformed"));
   write_file(path, "{\"entries\": {\"k1\": {\"rel_l2\": 0.01, \"baseline\": "
