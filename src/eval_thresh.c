@@ -76,6 +76,8 @@ int eval_thresh_after(const struct eval_opts *o, const struct eval_ctx *x,
       th->found = 1;
       th->now = stored;
     }
+  } else if (!th->found && !o->wl->nbaselines) {
+    snprintf(th->why, sizeof(th->why), "none (the workload has no baseline)");
   } else if (!th->found) {
     thresh_bounds(o->wl, &fl, &cap);
     snprintf(th->why, sizeof(th->why),
@@ -104,6 +106,11 @@ void eval_thresh_note(const struct workload_size *s,
 
   if (l + 1 >= n)
     return;
+  if (!th->found && !strncmp(th->why, "none", 4)) { /* said once */
+    if (!l)
+      snprintf(text, n, "%s", th->why);
+    return;
+  }
   if (th->found)
     snprintf(text + l, n - l,
              "%s%s rel_l2<=%.3g row<=%.3g block<=%.3g (%s %s)", l ? ", " : "",
