@@ -463,6 +463,13 @@ int main(int argc, char **argv) {
   struct rt_opts o;
   int rc = rt_parse_args(argc, argv, &o);
   if (rc == -2) return 2;
+  // Perturbed (verify) runs need independent streams to really run side by
+  // side: with CUDA's default 8 hardware queues a private stream can be
+  // falsely serialised behind the step stream, and a consumer that does not
+  // wait looks correct (the 1-rank H200 no_wait run). Verify runs are never
+  // timed, so this changes no score; set before the first CUDA call.
+  if ((o.perturb || o.vranks) && !getenv("CUDA_DEVICE_MAX_CONNECTIONS"))
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
   struct wl_ctx *ctx = &g_ctx;
   struct rt_run r;
   memset(&r, 0, sizeof r);
