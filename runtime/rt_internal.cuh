@@ -120,7 +120,7 @@ enum rt_check_bit {  // --skip-check names (testing the checks only)
   RT_CK_PERTURB_HOG = 512, RT_CK_PERTURB_ORDER = 1024
 };
 // Perturbation kinds (verify --perturb): one step each.
-enum { RT_PK_DELAY = 0, RT_PK_HOG = 1, RT_PK_ORDER = 2 };
+enum { RT_PK_DELAY = 0, RT_PK_HOG = 1, RT_PK_ORDER = 2, RT_PK_TIMED = 3 /* not a kind */ };
 extern const char *const rt_pk_name[3];  // "perturb-delay", "perturb-hog", ...
 extern const int rt_pk_bit[3];           // their --skip-check bits
 

@@ -210,10 +210,11 @@ static int one_step(struct rt_run *r, int pk, unsigned long long step_no,
 }
 
 // Verify the snapshot of every OUTPUT of the step just run; PK is the
-// perturbation kind of the step (-1: none), named in front of its reasons.
+// perturbation kind of the step (-1: none; RT_PK_TIMED: a timed step, its
+// reasons start "timed-verify:"), named in front of its reasons.
 static int verify_step(struct rt_run *r, int kind, int pk, long long sample) {
   struct wl_ctx *ctx = r->ctx;
-  const char *prefix = pk >= 0 ? rt_pk_name[pk] : NULL;
+  const char *prefix = pk == RT_PK_TIMED ? "timed-verify" : pk >= 0 ? rt_pk_name[pk] : NULL;
   if (!(r->o->skip & RT_CK_INPUT_HASH)) {
     unsigned long long hh[2 * RT_MAX_BUFS];
     CUDA_CHECK(cudaMemcpy(hh, r->hash_dev, sizeof(hh[0]) * 2 * ctx->nbufs,
@@ -347,7 +348,7 @@ static int run_bench(struct rt_run *r, unsigned long long *step_no,
     // big ones, so a candidate cannot know which steps are checked.
     if (!(r->o->skip & RT_CK_TIMED_VERIFY) &&
         (small || n == 0 || rt_mix64(ctx->prob.seed ^ (*step_no * 77)) % 4 == 0))
-      RT_TRY(verify_step(r, ST_TIMED, -1, 1));
+      RT_TRY(verify_step(r, ST_TIMED, RT_PK_TIMED, 1));
     n++;
     int want_stop = n >= r->o->iters && total >= r->o->min_time * 1e3;
     RT_TRY(barrier(r, ctx->bar_stream, &want_stop, 1));

@@ -339,6 +339,15 @@ static int step(struct wl_ctx *ctx, struct sd *u) {
   return 0;
 }
 """),
+    "counted_steps": ("bench timed-verify",
+        "Honest for its first 8 steps (a verify run has fewer), then skips the\n"
+        "// work: only the verification of timed steps can see it.", """
+static int g_calls[64];  // per rank (virtual ranks share the process)
+static int step(struct wl_ctx *ctx, struct sd *u) {
+  if (++g_calls[rt_rank(ctx)] > 8) return 0;
+  return step_on(ctx, u, rt_stream(ctx));
+}
+"""),
     "input_mutation": ("verify input-hash",
         "Input mutation: correct output, but the step scribbles on its input B\n"
         "// (uses it as scratch after the GEMM).", """

@@ -14,11 +14,11 @@
 . "$(dirname "$0")/lib.sh"
 WL=$ROOT/workloads/gemm_allgather
 H=$ROOT/tests/gpu/harden.sh
-MECHS="fresh-inputs input-hash recv-poison snapshot host-clock perturb-delay perturb-hog perturb-order local-check"
+MECHS="fresh-inputs input-hash recv-poison snapshot host-clock perturb-delay perturb-hog perturb-order local-check timed-verify"
 
 # One cheat per mechanism, named on its first line.
 for m in $MECHS; do
-  if grep -lqE "^// CUCO-EXPECT-REJECT: verify .*\b$m\b" "$WL"/cheats/*.cu; then ok "a cheat expects mechanism $m"
+  if grep -lqE "^// CUCO-EXPECT-REJECT: (verify|bench) .*\b$m\b" "$WL"/cheats/*.cu; then ok "a cheat expects mechanism $m"
   else not_ok "a cheat expects mechanism $m" "$(head -qn1 "$WL"/cheats/*.cu)"; fi
 done
 mkdir -p "$TMP/gen/scripts" "$TMP/gen/workloads/gemm_allgather"
@@ -29,7 +29,7 @@ else not_ok "committed cheats == gen-cheats.py output" "$(head -5 "$TMP/gendiff"
 
 # harden.sh's table against the runtime's vocabulary.
 sed -n '/^TABLE="/,/"$/p' "$H" | sed 's/^TABLE="//; s/"$//' >"$TMP/table"
-[ "$(wc -l <"$TMP/table")" -eq 10 ] && ok "harden.sh table: 10 rows" || not_ok "harden.sh table: 10 rows" "$(cat "$TMP/table")"
+[ "$(wc -l <"$TMP/table")" -eq 11 ] && ok "harden.sh table: 11 rows" || not_ok "harden.sh table: 11 rows" "$(cat "$TMP/table")"
 while IFS='|' read -r mech cheat mode skip words extra; do
   [ -f "$WL/cheats/$cheat.cu" ] && ok "$mech: cheat $cheat exists" || not_ok "$mech: cheat $cheat exists" ""
   grep -q "{\"$skip\", RT_CK_" "$ROOT/runtime/rt_boot.cu" && ok "$mech: --skip-check $skip exists" ||
@@ -55,6 +55,7 @@ case $c in
   escaped_tail) m=host-clock w="host-clock: 2 ms" ;; no_wait) m=perturb-delay w="perturb-delay: rel-l2" ;;
   hog_race) m=perturb-hog w="perturb-hog: recv-poison" ;; order_race) m=perturb-order w="perturb-order: nan" ;;
   row_error) m=local-check w="local-check: row 199" ;; block_error) m=local-check w="local-check: block 0" ;;
+  counted_steps) m=timed-verify w="timed-verify: poison" ;;
   *) m= ;;
 esac
 [ "$c" = "${FAKE_BROKEN:-}" ] && m=
@@ -75,7 +76,7 @@ d = json.load(open(sys.argv[1]))
 assert d["all_ok"] is True
 m = d["mechanisms"]
 want = {"fresh-inputs", "input-hash", "recv-poison", "snapshot", "host-clock", "perturb-delay",
-        "perturb-hog", "perturb-order", "local-check", "local-check (block)"}
+        "perturb-hog", "perturb-order", "local-check", "local-check (block)", "timed-verify"}
 assert set(m) == want, set(m) ^ want
 for k, v in m.items():
     assert v["necessary"] and v["on"]["rc"] == 3 and v["off"]["rc"] == 0, (k, v)
@@ -84,7 +85,8 @@ for k, v in m.items():
     assert ("--vranks 2" in v["on"]["args"]) == (v["mode"] == "virtual ranks, R=2"), v
 assert m["perturb-order"]["mode"] == "virtual ranks, R=2" and m["perturb-delay"]["mode"] == "virtual ranks, R=2"
 assert "--block-tol 0.02" in m["local-check (block)"]["on"]["args"]
-assert len(d["controls"]) == 4 and all(c["rc"] == 0 for c in d["controls"])
+assert "--mode bench" in m["timed-verify"]["on"]["args"]
+assert len(d["controls"]) == 5 and all(c["rc"] == 0 for c in d["controls"])
 PY
 then ok "harden.json: every mechanism on/off with its cheat, controls, modes"
 else not_ok "harden.json: every mechanism on/off with its cheat, controls, modes" "$(head -c 800 "$TMP/h1/harden.json")"; fi

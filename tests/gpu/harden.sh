@@ -9,8 +9,9 @@
 #        refuses to score), is NOT rejected (exit 0).
 # Real NCCL at 1 rank for the single-rank mechanisms; virtual ranks at R = 2
 # (-DCUCO_VRANKS, docs/vranks.md; a protocol test) for the two that need two
-# ranks (delay perturbation: no_wait; launch order: order_race). Controls:
-# the honest seed and baseline pass with everything on.
+# ranks (delay perturbation: no_wait; launch order: order_race). The
+# verification of timed steps is shown in bench mode (counted_steps).
+# Controls: the honest seed and baseline pass with everything on.
 #
 #   OUT=/tmp/out bash tests/gpu/harden.sh        (from the repo root; ~3 min)
 #
@@ -44,7 +45,8 @@ perturb-delay|no_wait|v2|perturb-delay|perturb-delay|
 perturb-hog|hog_race|r1|perturb-hog|perturb-hog|
 perturb-order|order_race|v2|perturb-order|perturb-order|
 local-check|row_error|r1|local-check|local-check: row|
-local-check (block)|block_error|r1|local-check|local-check: block|--local-tol 0.1 --block-tol 0.02"
+local-check (block)|block_error|r1|local-check|local-check: block|--local-tol 0.1 --block-tol 0.02
+timed-verify|counted_steps|r1|timed-verify|timed-verify|--mode bench --iters 20 --min-time 0.05"
 # Recorded, not asserted: no_wait with real NCCL at 1 rank (depends on the
 # hardware queues), timing_escape (snapshot and host clock both catch it).
 EXTRA="perturb-delay (real, 1 rank)|no_wait|r1|perturb-delay|perturb-delay|
@@ -74,7 +76,7 @@ if [ -z "${HARDEN_FAKE:-}" ]; then
     "${NV[@]}" "$@" -c "$src" -o "$W/$o.o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $tag $o" >>"$BLOG"
   }
   REAL=(seed baseline cached_output input_mutation masked_recv late_write escaped_tail no_wait
-    hog_race row_error block_error timing_escape)
+    hog_race row_error block_error timing_escape counted_steps)
   VIRT=(seed no_wait order_race)
   todo=()
   add() { todo+=("$*"); }
@@ -119,7 +121,7 @@ if [ -z "${HARDEN_FAKE:-}" ]; then
 
 else
   for n in seed baseline cached_output input_mutation masked_recv late_write escaped_tail no_wait \
-    hog_race row_error block_error timing_escape; do ln -sf "$HARDEN_FAKE" "$W/r_$n"; done
+    hog_race row_error block_error timing_escape counted_steps; do ln -sf "$HARDEN_FAKE" "$W/r_$n"; done
   for n in seed no_wait order_race; do ln -sf "$HARDEN_FAKE" "$W/v_$n"; done
 fi
 
@@ -158,6 +160,7 @@ run control_seed_r1 control - 0 "" r_seed --perturb
 run control_baseline_r1 control - 0 "" r_baseline --perturb
 run control_seed_v2 control - 0 "" v_seed --perturb --vranks 2
 run control_block_tols_seed control - 0 "" r_seed --perturb --local-tol 0.1 --block-tol 0.02
+run control_seed_bench control - 0 "" r_seed --mode bench --iters 20 --min-time 0.05
 pairs() { # TABLE_TEXT KIND_PREFIX
   local IFS_OLD=$IFS
   while IFS='|' read -r mech cheat mode skip words extra; do
