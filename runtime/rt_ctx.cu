@@ -141,7 +141,11 @@ extern "C" void *rt_alloc(struct wl_ctx *ctx, const char *name, size_t bytes,
   }
   ctx->nbufs++;
   // Never hand out zeros: poison now, inputs are refilled before each step.
-  ce = cudaMemset(b->dev, (flags & RT_ZERO) ? 0 : 0xFF, bytes);
+  // With a poison check switched off (--skip-check, testing only) its
+  // buffers start zeroed instead, so the allocation cannot stand in for it.
+  int zero = (flags & RT_ZERO) || (kind == RT_RECV && (ctx->skip & RT_CK_RECV_POISON)) ||
+             (kind == RT_OUTPUT && (ctx->skip & RT_CK_POISON));
+  ce = cudaMemset(b->dev, zero ? 0 : 0xFF, bytes);
   if (ce != cudaSuccess) {
     rt_fail(ctx, "cudaMemset(%s): %s", name, cudaGetErrorString(ce));
     return NULL;
@@ -176,6 +180,20 @@ extern "C" int rt_output_shape(struct wl_ctx *ctx, const char *name,
                    name, rows, cols);
   b->rows = rows;
   b->cols = cols;
+  if (b->block_rows > rows) b->block_rows = rows;
+  return 0;
+}
+
+extern "C" int rt_output_blocks(struct wl_ctx *ctx, const char *name,
+                                long long rows_per_block) {
+  struct rt_buf *b = rt_find(ctx, name);
+  if (!b || b->kind != RT_OUTPUT)
+    return rt_fail(ctx, "rt_output_blocks(%s): no such OUTPUT", name);
+  if (!ctx->in_setup) return rt_fail(ctx, "rt_output_blocks(%s): only in wl_setup", name);
+  if (rows_per_block < 1 || rows_per_block > b->rows)
+    return rt_fail(ctx, "rt_output_blocks(%s): %lld rows per block, the output has %lld rows",
+                   name, rows_per_block, b->rows);
+  b->block_rows = rows_per_block;
   return 0;
 }
 
@@ -193,8 +211,8 @@ int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s) {
     struct rt_buf *b = &ctx->bufs[i];
     if (b->kind != RT_INPUT) continue;
     RT_TRY(rt_fill_random(b->dev, b->bytes, b->dtype,
-                          input_key(ctx, b->id, ctx->prob.rank, ctx->step), s));
-    if (wl_input_post && wl_input_post(ctx, b->name, ctx->prob.rank, b->dev, ctx->step, s) != 0) {
+                          input_key(ctx, b->id, ctx->prob.rank, ctx->input_step), s));
+    if (wl_input_post && wl_input_post(ctx, b->name, ctx->prob.rank, b->dev, ctx->input_step, s) != 0) {
       rt_errorf("input hook for %s: %s", b->name, ctx->err);
       return -1;
     }
@@ -205,15 +223,18 @@ int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s) {
 extern "C" int rt_input_regen(struct wl_ctx *ctx, const char *name, int rank,
                               void *dst_dev) {
   struct rt_buf *b = rt_find(ctx, name);
+  if (!ctx->in_reference)
+    return rt_fail(ctx, "rt_input_regen(%s): only the trusted reference may regenerate "
+                        "inputs (an implementation must communicate)", name);
   if (!b || b->kind != RT_INPUT)
     return rt_fail(ctx, "rt_input_regen(%s): no such INPUT", name);
   if (rank < 0 || rank >= ctx->prob.nranks)
     return rt_fail(ctx, "rt_input_regen(%s): rank %d out of range", name, rank);
   if (rt_fill_random(dst_dev, b->bytes, b->dtype,
-                     input_key(ctx, b->id, rank, ctx->step),
+                     input_key(ctx, b->id, rank, ctx->input_step),
                      ctx->ref_stream) != 0)
     return rt_fail(ctx, "%s", rt_last_error);
-  if (wl_input_post && wl_input_post(ctx, name, rank, dst_dev, ctx->step, ctx->ref_stream) != 0)
+  if (wl_input_post && wl_input_post(ctx, name, rank, dst_dev, ctx->input_step, ctx->ref_stream) != 0)
     return -1;
   return 0;
 }
@@ -234,7 +255,7 @@ void *rt_get_ref_state(struct wl_ctx *ctx) { return ctx->ref_state; }
 extern "C" unsigned long long rt_epoch(const struct wl_ctx *ctx) {
   return ctx->epoch;
 }
-extern "C" unsigned long long rt_step(const struct wl_ctx *ctx) { return ctx->step; }
+extern "C" unsigned long long rt_step(const struct wl_ctx *ctx) { return ctx->input_step; }
 extern "C" void rt_on_reset(struct wl_ctx *ctx, int (*fn)(struct wl_ctx *)) {
   ctx->reset_fn = fn;
 }

@@ -45,6 +45,7 @@ struct rt_buf {
   long long rows, cols;
   double max_abs;      // OUTPUT: bound on |got - expected| (0 = none), set by
                        // the reference through rt_output_max_abs
+  long long block_rows; // OUTPUT: rows per block of the per-block check (0: none)
   uint32_t id;         // hash of the name: input seed stream
 };
 
@@ -59,7 +60,10 @@ struct wl_ctx {
   ncclDevComm devcomms[8];
   void *user, *ref_state;
   unsigned long long epoch; // advanced before every step
-  unsigned long long step;  // index of the current step (input stream)
+  unsigned long long step;  // index of the current step
+  unsigned long long input_step; // step whose inputs the INPUT buffers hold
+  int skip;                 // --skip-check bits (rt_alloc's initial fill)
+  int in_reference;         // inside wl_reference: rt_input_regen allowed
   int (*reset_fn)(struct wl_ctx *);
   char err[RT_ERR_MAX];
   int in_setup;
@@ -74,7 +78,7 @@ int rt_dtype_size(int dtype);
 int rt_dtype_is_float(int dtype);
 const char *rt_dtype_name(int dtype);
 
-// rt_ctx.cu: refill this rank's INPUTs for ctx->step; free all buffers.
+// rt_ctx.cu: refill this rank's INPUTs for ctx->input_step; free all buffers.
 int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s);
 void rt_ctx_release(struct wl_ctx *ctx);
 
@@ -97,27 +101,36 @@ struct rt_cmp {
   double worst_row_rel;       // max over rows of the row's relative L2
   long long worst_row;
   double max_abs;             // largest |got - expected| over compared values
+  double worst_block_rel;     // max over blocks of BLOCK_ROWS rows (0: no blocks)
+  long long worst_block;
 };
 // Compare snapshot GOT (dtype) with EXPECTED (fp32 for float dtypes, else
-// own dtype) over ROWS x COLS; SAMPLE_STRIDE > 1 compares every k-th row.
+// own dtype) over ROWS x COLS; SAMPLE_STRIDE > 1 compares every k-th row;
+// BLOCK_ROWS > 0 also sums rows into blocks of that many rows (worst block).
 // An all-ones EXPECTED element means "must still be poison": kept poison
 // there is skipped, a written value counts in OUTSIDE (rt_cmp_elem.cuh).
 int rt_compare(const void *got, const void *expected, int dtype, int counts,
                long long rows, long long cols, long long sample_stride,
-               struct rt_cmp *out, cudaStream_t stream);
+               long long block_rows, struct rt_cmp *out, cudaStream_t stream);
 
 // ---- rt_boot.cu: command line, ranks, NCCL bootstrap, progress, JSON
 
 enum rt_mode { RT_MODE_VERIFY = 0, RT_MODE_BENCH = 1 };
 enum rt_check_bit {  // --skip-check names (testing the checks only)
-  RT_CK_FRESH = 1, RT_CK_POISON = 2, RT_CK_SNAPSHOT = 4, RT_CK_INPUT_HASH = 8,
-  RT_CK_HOST_CLOCK = 16, RT_CK_LOCAL = 32, RT_CK_TIMED_VERIFY = 64
+  RT_CK_FRESH = 1, RT_CK_POISON = 2 /* OUTPUT poison */, RT_CK_SNAPSHOT = 4,
+  RT_CK_INPUT_HASH = 8, RT_CK_HOST_CLOCK = 16, RT_CK_LOCAL = 32,
+  RT_CK_TIMED_VERIFY = 64, RT_CK_RECV_POISON = 128, RT_CK_PERTURB_DELAY = 256,
+  RT_CK_PERTURB_HOG = 512, RT_CK_PERTURB_ORDER = 1024
 };
+// Perturbation kinds (verify --perturb): one step each.
+enum { RT_PK_DELAY = 0, RT_PK_HOG = 1, RT_PK_ORDER = 2, RT_PK_TIMED = 3 /* not a kind */ };
+extern const char *const rt_pk_name[3];  // "perturb-delay", "perturb-hog", ...
+extern const int rt_pk_bit[3];           // their --skip-check bits
 
 struct rt_opts {
   struct wl_problem prob;
   int mode, warmup, iters, perturb, vranks, skip;
-  double min_time, tol, local_tol;
+  double min_time, tol, local_tol, block_tol;
   double pace_ms;  // bench: a step starts >= pace_ms after the last one started
   const char *out, *machine, *id_file, *impl, *workload;
   char params_text[512];
@@ -136,6 +149,26 @@ void rt_json_str(FILE *f, const char *s);
 // Copy the --machine file into F as a JSON value ("null" if unusable).
 void rt_json_machine(FILE *f, const char *path);
 double rt_now_ms(void);
+
+// ---- rt_judge.cu: one output of one step, judged (both modes share it)
+#define RT_REASON_MAX 192
+struct rt_judgement {
+  double rel, row, block;     // global, worst row, worst block relative L2
+  unsigned long long nan, poison, outside;
+  int passed;
+  char reason[RT_REASON_MAX]; // "; "-separated, each starting with its mechanism
+};
+// Run the reference for the current step into B->expected, compare B's
+// snapshot (SAMPLE: every k-th row) and judge it with O's tolerances. Names
+// the mechanism in each reason: poison still in the snapshot but not in the
+// live buffer is "snapshot:" (late work); NaN while receive windows were
+// poisoned is "recv-poison:"; a wrong output that equals the result for an
+// earlier step's inputs is "fresh-inputs:". PREFIX (e.g. "perturb-hog", or
+// NULL) goes in front of every reason. 0, or -1 with rt_last_error set.
+int rt_judge_output(struct wl_ctx *ctx, struct rt_buf *b, const struct rt_opts *o,
+                    long long sample, const char *prefix, struct rt_judgement *j);
+// Append "[PREFIX: ]TEXT" to REASON (capacity RT_REASON_MAX).
+void rt_reason_add(char *reason, const char *prefix, const char *text);
 
 // ---- rt_vranks.cu: the --vranks mode (binaries built with -DCUCO_VRANKS)
 #ifdef CUCO_VRANKS

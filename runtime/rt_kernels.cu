@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rt_cmp_elem.cuh"
@@ -134,9 +135,14 @@ int rt_spin(double ms, cudaStream_t stream) {
   return 0;
 }
 
-// Frozen SM/HBM hog: every CTA streams through its slice of SCRATCH,
-// read-modify-write, until the time is up.
-__global__ void k_hog(uint4 *buf, size_t n, uint64_t ns) {
+// Frozen SM/HBM hog: two CTAs of 992 threads on every SM (at most two fit:
+// 3 x 992 > 2048 threads), streaming read-modify-write through SCRATCH until
+// the time is up. It leaves 2 warps per SM free: a step's small kernels still
+// start beside it, its big ones wait until it ends. A step that assumes one
+// of its kernels runs before another (a time-bounded wait, "it is always done
+// by then") sees that order flip, and every memory-bound kernel slows down.
+#define RT_HOG_THREADS 992
+__global__ void __launch_bounds__(RT_HOG_THREADS, 2) k_hog(uint4 *buf, size_t n, uint64_t ns) {
   uint64_t t0 = now_ns();
   size_t stride = (size_t)gridDim.x * blockDim.x;
   while (now_ns() - t0 < ns) {
@@ -153,8 +159,8 @@ int rt_hog(void *scratch, size_t bytes, double ms, cudaStream_t stream) {
   int dev = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  k_hog<<<sms, 512, 0, stream>>>((uint4 *)scratch, bytes / sizeof(uint4),
-                                 (uint64_t)(ms * 1e6));
+  k_hog<<<2 * sms, RT_HOG_THREADS, 0, stream>>>((uint4 *)scratch, bytes / sizeof(uint4),
+                                                (uint64_t)(ms * 1e6));
   CUDA_CHECK(cudaGetLastError());
   return 0;
 }
@@ -216,7 +222,8 @@ __device__ static inline double load_exp(const unsigned char *p, size_t i,
 
 __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
                           int dtype, long long rows, long long cols,
-                          long long sample, struct cmp_dev *out) {
+                          long long sample, long long block_rows, double *blk,
+                          struct cmp_dev *out) {
   __shared__ double s_e[32], s_r[32], s_m[32];
   __shared__ unsigned long long s_n[32], s_p[32], s_o[32];
   bool is_int = !(dtype == RT_BF16 || dtype == RT_F16 || dtype == RT_F32 ||
@@ -299,6 +306,11 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
       unsigned long long key =
           ((unsigned long long)__float_as_uint(rel) << 32) | (uint32_t)row;
       atomicMax(&out->worst, key);
+      if (blk) {  // per-block sums; a bad row makes its block infinitely bad
+        long long bi = row / block_rows;
+        atomicAdd(&blk[2 * bi], (nn || np || no) ? (double)INFINITY : e2);
+        atomicAdd(&blk[2 * bi + 1], r2);
+      }
     }
     __syncthreads();
   }
@@ -306,20 +318,35 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
 
 int rt_compare(const void *got, const void *expected, int dtype, int counts,
                long long rows, long long cols, long long sample_stride,
-               struct rt_cmp *out, cudaStream_t stream) {
+               long long block_rows, struct rt_cmp *out, cudaStream_t stream) {
   (void)counts;
   struct cmp_dev *d = NULL, h;
+  double *blk = NULL, *hblk = NULL;
   if (sample_stride < 1) sample_stride = 1;
+  long long nblk = block_rows > 0 ? (rows + block_rows - 1) / block_rows : 0;
+  if (nblk > 0) {
+    hblk = (double *)malloc(sizeof(double) * 2 * nblk);
+    if (!hblk) {
+      rt_errorf("rt_compare: out of host memory for %lld blocks", nblk);
+      return -1;
+    }
+    CUDA_CHECK(cudaMallocAsync((void **)&blk, sizeof(double) * 2 * nblk, stream));
+    CUDA_CHECK(cudaMemsetAsync(blk, 0, sizeof(double) * 2 * nblk, stream));
+  }
   CUDA_CHECK(cudaMallocAsync((void **)&d, sizeof *d, stream));
   CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof *d, stream));
   long long nrows = (rows + sample_stride - 1) / sample_stride;
   int grid = nrows > 8192 ? 8192 : (int)(nrows ? nrows : 1);
   k_compare<<<grid, 256, 0, stream>>>((const unsigned char *)got,
                                       (const unsigned char *)expected, dtype,
-                                      rows, cols, sample_stride, d);
+                                      rows, cols, sample_stride, block_rows, blk, d);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, stream));
+  if (nblk > 0)
+    CUDA_CHECK(cudaMemcpyAsync(hblk, blk, sizeof(double) * 2 * nblk, cudaMemcpyDeviceToHost,
+                               stream));
   CUDA_CHECK(cudaFreeAsync(d, stream));
+  if (blk) CUDA_CHECK(cudaFreeAsync(blk, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   out->err2 = h.err2;
   out->ref2 = h.ref2;
@@ -338,5 +365,16 @@ int rt_compare(const void *got, const void *expected, int dtype, int counts,
   memcpy(&rel, &bits, sizeof rel);
   out->worst_row_rel = rel;
   out->worst_row = (long long)(h.worst & 0xFFFFFFFFull);
+  out->worst_block_rel = 0;
+  out->worst_block = -1;
+  int is_int = !rt_dtype_is_float(dtype);
+  for (long long i = 0; i < nblk; i++) {
+    double e2 = hblk[2 * i], r2 = hblk[2 * i + 1], br;
+    if (e2 == 0) continue;  // exact, or no sampled row in this block
+    if (is_int) br = e2 / (r2 > 0 ? r2 : 1);
+    else br = isinf(e2) ? INFINITY : sqrt(e2 / (r2 > 1e-30 ? r2 : 1e-30));
+    if (br > out->worst_block_rel) out->worst_block_rel = br, out->worst_block = i;
+  }
+  free(hblk);
   return 0;
 }

@@ -31,6 +31,7 @@ int rt_check_coresident(struct wl_ctx *ctx, const void *kernel, int grid, int bl
 #ifdef CUCO_VRANKS
 #include <pthread.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "vnccl_host.h"
 
@@ -130,9 +131,9 @@ enum { VK_CHECK = 0, VK_PERTURB = 2 };
 struct vr_check {
   int rank, kind, passed;
   char output[WL_NAME_MAX];
-  double rel_l2, row_rel;
+  double rel_l2, row_rel, block_rel;
   unsigned long long nan, poison, outside;
-  char reason[192];
+  char reason[RT_REASON_MAX];
 };
 
 struct vr_run {
@@ -145,12 +146,6 @@ struct vr_run {
   int nchecks, maxchecks, failed;
   char first[320];
 };
-
-static void vr_reason(struct vr_check *c, const char *text) {
-  size_t n = strlen(c->reason);
-  snprintf(c->reason + n, sizeof c->reason - n, "%s%s", n ? "; " : "", text);
-  c->passed = 0;
-}
 
 // One record per (rank, kind, output): worst values kept.
 static struct vr_check *vr_get(struct vr_run *v, int rank, int kind, const char *output) {
@@ -190,10 +185,14 @@ static int vr_prepare(struct vr_run *v, struct wl_ctx *ctx, unsigned long long s
   }
   // --skip-check switches a check off only to show the others catch a cheat.
   int skip = v->o->skip;
-  if (step == 1 || !(skip & RT_CK_FRESH)) RT_TRY(rt_inputs_fill(ctx, ctx->stream));
+  if (step == 1 || !(skip & RT_CK_FRESH)) {
+    ctx->input_step = step;
+    RT_TRY(rt_inputs_fill(ctx, ctx->stream));
+  }
   for (int i = 0; i < ctx->nbufs; i++) {
     struct rt_buf *b = &ctx->bufs[i];
-    if ((b->kind == RT_OUTPUT || b->kind == RT_RECV) && !(skip & RT_CK_POISON))
+    if ((b->kind == RT_OUTPUT && !(skip & RT_CK_POISON)) ||
+        (b->kind == RT_RECV && !(skip & RT_CK_RECV_POISON)))
       RT_TRY(rt_poison(b->dev, b->bytes, b->dtype, b->flags & RT_COUNTS, ctx->stream));
     if (b->kind == RT_INPUT && !(skip & RT_CK_INPUT_HASH))
       RT_TRY(rt_hash(b->dev, b->bytes, &v->hash[ctx->prob.rank][2 * i], ctx->stream));
@@ -221,6 +220,7 @@ static int vr_prepare(struct vr_run *v, struct wl_ctx *ctx, unsigned long long s
 struct vr_launch {
   struct vr_run *v;
   int r, late, device, rc;
+  int host_late;  // order kind: this rank's host thread launches DELAY_MS late
   double delay_ms;
   char err[320];
 };
@@ -233,6 +233,7 @@ static void *vr_launch_rank(void *arg) {
     snprintf(L->err, sizeof L->err, "virtual rank %d: cudaSetDevice failed", L->r);
     return NULL;
   }
+  if (L->host_late) usleep((useconds_t)(L->delay_ms * 1000));
   if (L->r == L->late) {
     char err[256];
     if (vnccl_delay(ctx->stream, (unsigned long long)(L->delay_ms * 1e6), err, sizeof err)) {
@@ -259,8 +260,19 @@ static void *vr_launch_rank(void *arg) {
   return NULL;
 }
 
-static int vr_step(struct vr_run *v, unsigned long long step, int late, double delay_ms) {
+// PK: -1 plain, RT_PK_DELAY (LATE's stream delayed on the device, preparation
+// asynchronous) or RT_PK_ORDER (plain preparation, LATE's host thread
+// launches DELAY_MS late). Odd steps launch in reverse rank order unless
+// the launch-order perturbation is switched off (tests only).
+static int vr_step(struct vr_run *v, unsigned long long step, int pk, int late,
+                   double delay_ms) {
+  // Delay kind: the late rank's preparation starts late too (as in the real
+  // runtime), so work not ordered after its rt_stream reads stale inputs.
+  if (pk == RT_PK_DELAY) RT_TRY(rt_spin(delay_ms, v->ctx[late]->stream));
   for (int r = 0; r < v->R; r++) RT_TRY(vr_prepare(v, v->ctx[r], step));
+  int host_late = pk == RT_PK_ORDER ? late : -1;
+  if (pk != RT_PK_DELAY) late = -1;
+  int reverse = step % 2 && !(v->o->skip & RT_CK_PERTURB_ORDER);
   if (late < 0) {
     CUDA_CHECK(cudaDeviceSynchronize()); // every rank prepared before any step
   } else {
@@ -274,11 +286,12 @@ static int vr_step(struct vr_run *v, unsigned long long step, int late, double d
   int started[VNCCL_MAX_RANKS], dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   for (int i = 0; i < v->R; i++) { // threads start in rank order, reversed on odd steps
-    int r = step % 2 ? v->R - 1 - i : i;
+    int r = reverse ? v->R - 1 - i : i;
     memset(&L[r], 0, sizeof L[r]);
     L[r].v = v;
     L[r].r = r;
     L[r].late = late;
+    L[r].host_late = r == host_late;
     L[r].device = dev;
     L[r].delay_ms = delay_ms;
     started[r] = pthread_create(&th[r], NULL, vr_launch_rank, &L[r]) == 0;
@@ -317,8 +330,9 @@ static int vr_step(struct vr_run *v, unsigned long long step, int late, double d
   return 0;
 }
 
-static int vr_verify(struct vr_run *v, int kind) {
-  char text[192];
+static int vr_verify(struct vr_run *v, int kind, int pk) {
+  char text[RT_REASON_MAX];
+  const char *prefix = pk >= 0 ? rt_pk_name[pk] : NULL;
   for (int r = 0; r < v->R; r++) {
     struct wl_ctx *ctx = v->ctx[r];
     unsigned long long hh[2 * RT_MAX_BUFS];
@@ -329,58 +343,30 @@ static int vr_verify(struct vr_run *v, int kind) {
         struct vr_check *c = vr_get(v, r, kind, "(inputs)");
         snprintf(text, sizeof text, "input-hash: INPUT %s changed during the step",
                  ctx->bufs[i].name);
-        vr_reason(c, text);
+        if (!c->reason[0]) rt_reason_add(c->reason, prefix, text);
+        c->passed = 0;
         vr_note(v, c);
       }
     for (int i = 0; i < ctx->nbufs; i++) {
       struct rt_buf *b = &ctx->bufs[i];
       if (b->kind != RT_OUTPUT) continue;
-      if (wl_reference(ctx, &ctx->prob, b->name, b->expected) != 0) {
-        rt_errorf("virtual rank %d: reference for %s: %s", r, b->name, ctx->err);
+      struct rt_judgement j;
+      if (rt_judge_output(ctx, b, v->o, 1, prefix, &j) != 0) {
+        char e[RT_ERR_MAX];
+        snprintf(e, sizeof e, "%s", rt_last_error);
+        rt_errorf("virtual rank %d: %s", r, e);
         return -1;
       }
-      CUDA_CHECK(cudaStreamSynchronize(ctx->ref_stream));
-      struct rt_cmp m;
-      RT_TRY(rt_compare(b->snap, b->expected, b->dtype, b->flags & RT_COUNTS, b->rows, b->cols,
-                        1, &m, ctx->ref_stream));
-      double rel = m.ref2 > 0 ? sqrt(m.err2 / m.ref2) : (m.err2 > 0 ? INFINITY : 0);
       struct vr_check *c = vr_get(v, r, kind, b->name);
-      if (rel > c->rel_l2 || rel != rel) c->rel_l2 = rel;
-      if (m.worst_row_rel > c->row_rel) c->row_rel = m.worst_row_rel;
-      c->nan += m.nan;
-      c->poison += m.poison;
-      c->outside += m.outside;
-      if (m.outside) {
-        snprintf(text, sizeof text,
-                 "outside: %llu elements written where nothing may be written (the reference "
-                 "requires the poison to stay)",
-                 m.outside);
-        vr_reason(c, text);
-      }
-      if (m.poison) {
-        snprintf(text, sizeof text,
-                 "poison: %llu elements still hold the poison pattern (unwritten or late)",
-                 m.poison);
-        vr_reason(c, text);
-      } else if (m.nan) {
-        snprintf(text, sizeof text, "nan: %llu NaN/Inf elements", m.nan);
-        vr_reason(c, text);
-      }
-      if (!(rel <= v->o->tol)) {
-        snprintf(text, sizeof text, "rel-l2: %.3g > tol %.3g", rel, v->o->tol);
-        vr_reason(c, text);
-      }
-      if (!(v->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison && !m.outside && b->max_abs > 0 &&
-          !(m.max_abs <= b->max_abs)) {
-        snprintf(text, sizeof text, "local-check: max |error| %.3g > %.3g", m.max_abs,
-                 b->max_abs);
-        vr_reason(c, text);
-      }
-      if (!(v->o->skip & RT_CK_LOCAL) && !m.nan && !m.poison && !m.outside &&
-          !(m.worst_row_rel <= v->o->local_tol)) {
-        snprintf(text, sizeof text, "local-check: row %lld rel-l2 %.3g > %.3g", m.worst_row,
-                 m.worst_row_rel, v->o->local_tol);
-        vr_reason(c, text);
+      if (j.rel > c->rel_l2 || j.rel != j.rel) c->rel_l2 = j.rel;
+      if (j.row > c->row_rel) c->row_rel = j.row;
+      if (j.block > c->block_rel) c->block_rel = j.block;
+      c->nan += j.nan;
+      c->poison += j.poison;
+      c->outside += j.outside;
+      if (!j.passed) {
+        if (!c->reason[0]) snprintf(c->reason, sizeof c->reason, "%s", j.reason);
+        c->passed = 0;
       }
       vr_note(v, c);
     }
@@ -415,18 +401,21 @@ static void vr_write(struct vr_run *v, const char *status, const char *error) {
           v->R, v->R, o->mode == RT_MODE_BENCH ? "bench" : "verify", status);
   rt_json_str(f, error);
   fprintf(f, ", \"checks_skipped\": %d", o->skip);
-  fprintf(f, ",\n \"verify\": {\"passed\": %s, \"seed\": %llu, \"tol\": %g, \"checks\": [",
-          !strcmp(status, "ok") ? "true" : "false", o->prob.seed, o->tol);
+  fprintf(f, ",\n \"verify\": {\"passed\": %s, \"seed\": %llu, \"tol\": %g,"
+             " \"local_tol\": %g, \"block_tol\": %g, \"checks\": [",
+          !strcmp(status, "ok") ? "true" : "false", o->prob.seed, o->tol, o->local_tol,
+          o->block_tol);
   for (int i = 0; i < v->nchecks; i++) {
     const struct vr_check *c = &v->checks[i];
     fprintf(f, "%s\n  {\"rank\": %d, \"output\": ", i ? "," : "", c->rank);
     rt_json_str(f, c->output);
-    fprintf(f, ", \"step\": \"%s\", \"rel_l2\": %.6g, \"row_rel_l2\": %.6g, \"tol\": %g,"
-               " \"nan\": %llu, \"poison\": %llu, \"outside\": %llu, \"passed\": %s,"
-               " \"reason\": ",
+    fprintf(f, ", \"step\": \"%s\", \"rel_l2\": %.6g, \"row_rel_l2\": %.6g,"
+               " \"block_rel_l2\": %.6g, \"tol\": %g, \"nan\": %llu, \"poison\": %llu,"
+               " \"outside\": %llu, \"passed\": %s, \"reason\": ",
             c->kind == VK_PERTURB ? "perturb" : "check", isfinite(c->rel_l2) ? c->rel_l2 : 1e308,
-            isfinite(c->row_rel) ? c->row_rel : 1e308, o->tol, c->nan, c->poison, c->outside,
-            c->passed ? "true" : "false");
+            isfinite(c->row_rel) ? c->row_rel : 1e308,
+            isfinite(c->block_rel) ? c->block_rel : 1e308, o->tol, c->nan, c->poison,
+            c->outside, c->passed ? "true" : "false");
     rt_json_str(f, c->reason);
     fputc('}', f);
   }
@@ -487,6 +476,7 @@ static int vr_boot(struct vr_run *v) {
     ctx->prob.nranks = v->R;
     ctx->prob.local_rank = 0;
     ctx->prob.vranks = v->R;
+    ctx->skip = o->skip;
     ctx->device = dev;
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->ref_stream, cudaStreamNonBlocking));
@@ -547,13 +537,19 @@ int rt_vranks_main(struct rt_opts *o) {
     if (o->mode == RT_MODE_BENCH) plain = o->warmup + o->iters > 200 ? 200 : o->warmup + o->iters;
     for (int i = 0; i < plain; i++) {
       rt_progress(o, "verify");
-      if (vr_step(&v, ++step, -1, 0) != 0 || vr_verify(&v, VK_CHECK) != 0) goto out;
+      if (vr_step(&v, ++step, -1, -1, 0) != 0 || vr_verify(&v, VK_CHECK, -1) != 0) goto out;
     }
-    for (int late = 0; late < v.R; late++) {
-      rt_progress(o, "perturb");
-      double ms = 1.0 + (double)((o->prob.seed + 7u * late) % 4000) / 1000.0;
-      if (vr_step(&v, ++step, late, ms) != 0 || vr_verify(&v, VK_PERTURB) != 0) goto out;
-    }
+    // Perturbed steps: every rank delayed once on the device, then every
+    // rank's launch delayed once on the host (kinds switched off: skipped).
+    static const int kinds[2] = {RT_PK_DELAY, RT_PK_ORDER};
+    for (int k = 0; k < 2; k++)
+      for (int late = 0; late < v.R && !(o->skip & rt_pk_bit[kinds[k]]); late++) {
+        rt_progress(o, rt_pk_name[kinds[k]]);
+        double ms = 1.0 + (double)((o->prob.seed + 7u * late) % 4000) / 1000.0;
+        if (vr_step(&v, ++step, kinds[k], late, ms) != 0 ||
+            vr_verify(&v, VK_PERTURB, kinds[k]) != 0)
+          goto out;
+      }
   }
   status = v.failed ? "verify_failed" : "ok";
   code = v.failed ? 3 : 0;

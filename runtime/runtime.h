@@ -126,9 +126,19 @@ int rt_output_shape(struct wl_ctx *ctx, const char *name, long long rows,
  * setting made anywhere else is overwritten.  A failure reads
  * "local-check: max |error| X > BOUND".  0 or negative error. */
 int rt_output_max_abs(struct wl_ctx *ctx, const char *name, double bound);
+/* Declare blocks of OUTPUT NAME for the per-block local check: every
+ * ROWS_PER_BLOCK consecutive rows (of the rt_output_shape rows) form one
+ * block (KV blocks, a rank's slice, GEMM tile rows); the worst block's
+ * relative L2 must stay under the block threshold (--block-tol).  Optional:
+ * without it there is no per-block check.  Call after rt_output_shape, in
+ * wl_setup.  0 or negative error.  (Added by issue 10; backward compatible.) */
+int rt_output_blocks(struct wl_ctx *ctx, const char *name,
+                     long long rows_per_block);
 /* Fill DST_DEV (device memory, as large as NAME) with the contents INPUT
  * buffer NAME has on rank RANK in the current step.  Enqueued on
- * rt_ref_stream(ctx).  0 or negative error. */
+ * rt_ref_stream(ctx).  Only the trusted reference may call it (inside
+ * wl_reference): a candidate must get other ranks' data by communicating.
+ * 0 or negative error. */
 int rt_input_regen(struct wl_ctx *ctx, const char *name, int rank,
                    void *dst_dev);
 
@@ -138,7 +148,10 @@ void *rt_get_user(struct wl_ctx *ctx);
 
 /* Current step's epoch: > 0, strictly increasing before every step. */
 unsigned long long rt_epoch(const struct wl_ctx *ctx);
-/* Index of the current step (the input stream rt_input_regen reproduces). */
+/* Index of the step whose inputs the INPUT buffers hold (the input stream
+ * rt_input_regen and wl_input_post reproduce; stays 1 when fresh inputs are
+ * switched off, and names an earlier step while the runtime checks for a
+ * replayed output). */
 unsigned long long rt_step(const struct wl_ctx *ctx);
 /* Hook called between steps (see the rules above); may enqueue on
  * rt_stream(ctx).  Pass NULL to remove. */

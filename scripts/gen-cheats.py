@@ -17,6 +17,7 @@ seed = open(os.path.join(WL, "seed.cu")).read()
 start = seed.index("static int step(struct wl_ctx *ctx, struct sd *u) {\n  return step_on")
 end = seed.index("// EVOLVE-BLOCK-END")
 HEAD = """#include <cuda_bf16.h>
+#include <time.h>
 // Lazily planned GEMM over ROWS rows of the own block starting at row R0,
 // reading A from SRC_OFF bytes into its source (cheat helpers).
 __attribute__((unused)) static int own_rows_plan(struct wl_ctx *ctx, struct sd *u, struct wl_gemm *g,
@@ -151,21 +152,200 @@ static int step(struct wl_ctx *ctx, struct sd *u) {
   return own_rows_run(ctx, u, &g_tail, (const char *)u->A, Mr - 1, u->comm);
 }
 """),
-    "no_wait": ("verify perturb",
-        "A consumer that does not wait: the gather copy runs on a private\n"
-        "// stream that is never ordered after the runtime's stream.  When the\n"
-        "// runtime's preparation is still running (perturbed steps), it copies\n"
-        "// stale inputs and the runtime's poison lands on top.", """
-static struct wl_gemm g_ag;
+    "no_wait": ("verify perturb-delay",
+        "A consumer that does not wait: the step stages A through a copy on the\n"
+        "// comm stream that is never ordered after the runtime's stream, then runs\n"
+        "// the honest step on the staged copy.  When the runtime's preparation is\n"
+        "// late (the delay perturbation) it stages the previous step's inputs.", """
+static void *g_stage[64];  // per rank (virtual ranks share the process)
 static int step(struct wl_ctx *ctx, struct sd *u) {
   cudaStream_t st = rt_stream(ctx);
-  const size_t block = (size_t)u->s.Mr * u->s.K * 2, off = rt_rank(ctx) * block;
-  if (!g_ag.ready && own_rows_plan(ctx, u, &g_ag, 0, u->s.Mr, off) != 0) return -1;
-  RT_CUDA(ctx, cudaMemcpyAsync((char *)u->Ag + off, u->A, block,
-                               cudaMemcpyDeviceToDevice, u->comm));  // no fork
+  const int me = rt_rank(ctx);
+  const size_t ab = (size_t)u->s.Mr * u->s.K * 2;
+  if (!g_stage[me]) RT_CUDA(ctx, cudaMallocAsync(&g_stage[me], ab, u->comm));
+  RT_CUDA(ctx, cudaMemcpyAsync(g_stage[me], u->A, ab, cudaMemcpyDeviceToDevice,
+                               u->comm));  // no fork from st
   RT_CUDA(ctx, cudaEventRecord(u->pushed, u->comm));
   RT_CUDA(ctx, cudaStreamWaitEvent(st, u->pushed, 0));
-  return own_rows_run(ctx, u, &g_ag, (const char *)u->Ag + off, 0, st);
+  void *a = u->A;
+  u->A = g_stage[me];
+  int rc = step_on(ctx, u, st);
+  u->A = a;
+  return rc;
+}
+"""),
+    "masked_recv": ("verify recv-poison",
+        "Reads a receive region it never writes (its own block of Ag) and masks\n"
+        "// the value with a zero weight: finite leftovers vanish (0 * x = 0), the\n"
+        "// NaN poison of the receive window does not.", """
+__global__ void ce_mask_add(__nv_bfloat16 *row, long long n, const __nv_bfloat16 *unread) {
+  float x = __bfloat162float(unread[0]);
+  for (long long i = threadIdx.x; i < n; i += blockDim.x)
+    row[i] = __float2bfloat16(__bfloat162float(row[i]) + 0.0f * x);
+}
+static int step(struct wl_ctx *ctx, struct sd *u) {
+  cudaStream_t st = rt_stream(ctx);
+  const struct wl_shape *s = &u->s;
+  if (step_on(ctx, u, st) != 0) return -1;
+  const __nv_bfloat16 *own =
+      (const __nv_bfloat16 *)u->Ag + (size_t)rt_rank(ctx) * s->Mr * s->K;
+  ce_mask_add<<<1, 256, 0, st>>>((__nv_bfloat16 *)u->C + (s->M - 1) * s->Nr, s->Nr, own);
+  RT_LAUNCH(ctx);
+  return 0;
+}
+"""),
+    "escaped_tail": ("verify host-clock",
+        "Correct output at the end event, but 2 ms of the step's work (a tail\n"
+        "// that the next step needs done) runs on a private stream that the step\n"
+        "// stream never waits for: the events do not see it, the host clock does.", """
+__global__ void ce_tail(uint4 *buf, size_t n, unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+      buf[i].x += 1u;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+static int step(struct wl_ctx *ctx, struct sd *u) {
+  cudaStream_t st = rt_stream(ctx);
+  if (step_on(ctx, u, st) != 0) return -1;
+  RT_CUDA(ctx, cudaEventRecord(u->fork, st));
+  RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->fork, 0));
+  ce_tail<<<8, 256, 0, u->comm>>>((uint4 *)u->ws, u->ws_bytes / 16, 2000000ull);
+  RT_LAUNCH(ctx);
+  return 0;  // never joined back
+}
+"""),
+    "hog_race": ("verify perturb-hog",
+        "A time-bounded wait (\"it is always done by then\"): the own rows go\n"
+        "// through a self-copy A -> Ag (one 512-thread CTA on the comm stream, with\n"
+        "// a flag) and a 32-thread consumer that waits at most 200 us for the flag\n"
+        "// before copying Ag to a stage the GEMM reads.  Beside the runtime's hog\n"
+        "// the small consumer still starts, the producer does not: it copies\n"
+        "// poison.  (One rank; with more ranks the step is the honest one.)", """
+__global__ void __launch_bounds__(512) ce_produce(const unsigned short *src, unsigned short *dst,
+                                                  size_t n, unsigned long long *flag,
+                                                  unsigned long long ep) {
+  for (size_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicExch(flag, ep);
+  }
+}
+__global__ void __launch_bounds__(32) ce_consume(const unsigned short *src, unsigned short *dst,
+                                                 size_t n, unsigned long long *flag,
+                                                 unsigned long long ep) {
+  if (threadIdx.x == 0) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (atomicAdd(flag, 0ull) < ep && t - t0 < 200000ull);
+    __threadfence();
+  }
+  __syncthreads();
+  for (size_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+}
+static struct wl_gemm g_own;
+static void *g_hstage;
+static int step(struct wl_ctx *ctx, struct sd *u) {
+  cudaStream_t st = rt_stream(ctx);
+  if (rt_nranks(ctx) > 1) return step_on(ctx, u, st);
+  const size_t n = (size_t)u->s.Mr * u->s.K;
+  if (!g_own.ready && own_rows_plan(ctx, u, &g_own, 0, u->s.Mr, 0) != 0) return -1;
+  if (!g_hstage) RT_CUDA(ctx, cudaMallocAsync(&g_hstage, n * 2, st));
+  RT_CUDA(ctx, cudaEventRecord(u->fork, st));
+  RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->fork, 0));
+  ce_produce<<<1, 512, 0, u->comm>>>((const unsigned short *)u->A, (unsigned short *)u->Ag, n,
+                                     &u->done[0], rt_epoch(ctx));
+  RT_LAUNCH(ctx);
+  ce_consume<<<1, 32, 0, st>>>((const unsigned short *)u->Ag, (unsigned short *)g_hstage, n,
+                               &u->done[0], rt_epoch(ctx));
+  RT_LAUNCH(ctx);
+  if (own_rows_run(ctx, u, &g_own, (const char *)g_hstage, 0, st) != 0) return -1;
+  RT_CUDA(ctx, cudaEventRecord(u->pushed, u->comm));
+  RT_CUDA(ctx, cudaStreamWaitEvent(st, u->pushed, 0));  // joined: no escape
+  return 0;
+}
+"""),
+    "order_race": ("verify perturb-order",
+        "Relies on the launch order of the ranks (needs >= 2 ranks; one process\n"
+        "// of virtual ranks): each rank waits for its peers' push through their\n"
+        "// CUDA events, but only waits 500 us on the host for a peer to have\n"
+        "// recorded this step's event; a peer that launches later leaves it\n"
+        "// waiting on the previous step's record, and it multiplies poison.", """
+static cudaEvent_t g_pev[64];
+static volatile unsigned long long g_prec[64];
+static double ce_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+static int step(struct wl_ctx *ctx, struct sd *u) {
+  cudaStream_t st = rt_stream(ctx);
+  const struct wl_shape *s = &u->s;
+  const int me = rt_rank(ctx), R = (int)s->R;
+  const unsigned long long ep = rt_epoch(ctx);
+  if (R == 1) return step_on(ctx, u, st);
+  const size_t block = (size_t)s->Mr * s->K * 2;
+  const size_t chunk = CUCO_CHUNK_BYTES < block ? CUCO_CHUNK_BYTES : block;
+  const int nch = (int)((block + chunk - 1) / chunk);
+  if (!g_pev[me]) RT_CUDA(ctx, cudaEventCreateWithFlags(&g_pev[me], cudaEventDisableTiming));
+  RT_CUDA(ctx, cudaEventRecord(u->fork, st));
+  RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->fork, 0));
+  sd_push<<<CUCO_PARAM_comm_ctas, CUCO_PARAM_push_threads, 0, u->comm>>>(
+      u->dc, u->ag_win, u->flag_win, (const char *)u->A, block, chunk, nch, ep, u->done);
+  RT_LAUNCH(ctx);
+  RT_CUDA(ctx, cudaEventRecord(u->pushed, u->comm));
+  RT_CUDA(ctx, cudaEventRecord(g_pev[me], u->comm));
+  __atomic_store_n(&g_prec[me], ep, __ATOMIC_RELEASE);
+  if (wl_gemm_run(ctx, &u->plans[0], u->lt, u->A, u->B,
+                  (char *)u->C + (size_t)me * s->Mr * s->Nr * 2, st) != 0)
+    return -1;
+  for (int q = 0; q < R; q++) {
+    if (q == me) continue;
+    double t0 = ce_now_us();
+    while (__atomic_load_n(&g_prec[q], __ATOMIC_ACQUIRE) != ep && ce_now_us() - t0 < 500) {
+    }
+    if (g_pev[q]) RT_CUDA(ctx, cudaStreamWaitEvent(st, g_pev[q], 0));
+    if (wl_gemm_run(ctx, &u->plans[1 + q], u->lt, (const char *)u->Ag + (size_t)q * block,
+                    u->B, (char *)u->C + (size_t)q * s->Mr * s->Nr * 2, st) != 0)
+      return -1;
+  }
+  RT_CUDA(ctx, cudaStreamWaitEvent(st, u->pushed, 0));
+  return 0;
+}
+"""),
+    "block_error": ("verify local-check",
+        "One wrong block: rows 0..15 (the first 16-row block of C) scaled by\n"
+        "// 1.05.  Global relative L2 and every row stay under loose bounds; the\n"
+        "// block's does not (tests/gpu/harden.sh passes --local-tol 0.1 --block-tol\n"
+        "// 0.02, as frozen thresholds make rows looser than blocks).", """
+__global__ void ce_scale_rows(__nv_bfloat16 *c, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    c[i] = __float2bfloat16(__bfloat162float(c[i]) * 1.05f);
+}
+static int step(struct wl_ctx *ctx, struct sd *u) {
+  cudaStream_t st = rt_stream(ctx);
+  const struct wl_shape *s = &u->s;
+  if (step_on(ctx, u, st) != 0) return -1;
+  long long rows = s->M < 16 ? s->M : 16;
+  ce_scale_rows<<<16, 256, 0, st>>>((__nv_bfloat16 *)u->C, rows * s->Nr);
+  RT_LAUNCH(ctx);
+  return 0;
+}
+"""),
+    "counted_steps": ("bench timed-verify",
+        "Honest for its first 8 steps (a verify run has fewer), then skips the\n"
+        "// work: only the verification of timed steps can see it.", """
+static int g_calls[64];  // per rank (virtual ranks share the process)
+static int step(struct wl_ctx *ctx, struct sd *u) {
+  if (++g_calls[rt_rank(ctx)] > 8) return 0;
+  return step_on(ctx, u, rt_stream(ctx));
 }
 """),
     "input_mutation": ("verify input-hash",

@@ -288,12 +288,14 @@ static void first_failed_check(const json_t *res, char *out, size_t n)
  * negative on an internal error. */
 static int run_size(const struct eval_opts *o, struct eval_ctx *x,
                     const struct workload_size *s, const char *mode,
-                    struct eval_result *r, json_t **out, struct err *e)
+                    const struct eval_thresh *th, struct eval_result *r,
+                    json_t **out, struct err *e)
 {
   enum eval_stage st =
       !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
   const char *args[32];
-  char seed_s[32], tol_s[32], vr_s[16], resp[WORKLOAD_PATH + 64];
+  char seed_s[32], tol_s[32], ltol_s[32], btol_s[32], vr_s[16],
+      resp[WORKLOAD_PATH + 64];
   struct launch_opts lo = {0};
   struct launch_result lr;
   const char *status;
@@ -315,7 +317,21 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   args[na++] = mode;
   args[na++] = "--seed";
   args[na++] = seed_s;
-  if (o->wl->tol_rel_l2 > 0) {
+  if (th && th->found) { /* frozen thresholds (thresh.h) */
+    snprintf(tol_s, sizeof(tol_s), "%.6g", th->t.rel_l2);
+    args[na++] = "--tol";
+    args[na++] = tol_s;
+    if (th->t.row > 0) {
+      snprintf(ltol_s, sizeof(ltol_s), "%.6g", th->t.row);
+      args[na++] = "--local-tol";
+      args[na++] = ltol_s;
+    }
+    if (th->t.block > 0) {
+      snprintf(btol_s, sizeof(btol_s), "%.6g", th->t.block);
+      args[na++] = "--block-tol";
+      args[na++] = btol_s;
+    }
+  } else if (o->wl->tol_rel_l2 > 0) {
     snprintf(tol_s, sizeof(tol_s), "%g", o->wl->tol_rel_l2);
     args[na++] = "--tol";
     args[na++] = tol_s;
@@ -424,6 +440,7 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
       !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
   json_t *bymode = json_object_get(r->metrics, mode);
   double t0 = eval_now(), logsum = 0, worst_rel = 0;
+  char note[1200] = "";
   int i, rc = 0;
 
   if (!bymode) {
@@ -431,15 +448,28 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
     json_object_set_new(r->metrics, mode, bymode);
   }
   for (i = 0; i < n; i++) {
-    json_t *res = NULL;
+    json_t *res = NULL, *sm;
+    struct eval_thresh th;
+    if ((rc = eval_thresh_before(o, x, &sizes[i], &th, e)))
+      break;
     if (o->wl->kind == WORKLOAD_FREEFORM)
       rc = eval_ff_run(o, x, &sizes[i], mode, r, &res, e);
     else
-      rc = run_size(o, x, &sizes[i], mode, r, &res, e);
+      rc = run_size(o, x, &sizes[i], mode, &th, r, &res, e);
     if (res) {
-      json_object_set_new(bymode, sizes[i].name,
-                          o->wl->kind == WORKLOAD_FREEFORM ? json_incref(res)
-                                                           : slim(res));
+      sm = o->wl->kind == WORKLOAD_FREEFORM ? json_incref(res) : slim(res);
+      json_object_set_new(bymode, sizes[i].name, sm);
+      if (rc == 0) {
+        rc = eval_thresh_after(o, x, &sizes[i], st, res, r, &th, sm, e);
+        eval_thresh_note(&sizes[i], &th, note, sizeof(note));
+      } else if (rc > 0 && th.found) { /* say what it was held to */
+        size_t l = strlen(r->error);
+        json_object_set_new(sm, "thresholds", thresh_json(&th.t));
+        snprintf(r->error + l, sizeof(r->error) - l,
+                 " [frozen thresholds from %s: rel_l2<=%.3g row<=%.3g "
+                 "block<=%.3g]",
+                 th.t.baseline, th.t.rel_l2, th.t.row, th.t.block);
+      }
       if (rc == 0 && st == EVAL_STAGE_BENCH) {
         json_t *t = o->wl->kind == WORKLOAD_FREEFORM
                         ? res
@@ -469,14 +499,18 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
     r->score = 1000.0 / r->median_ms;
     r->has_score = !r->protocol_test;
     eval_pass(o, st,
-              "ok: %d size%s, median %.4g ms (geomean), noise %.2g ms%s", n,
-              n == 1 ? "" : "s", r->median_ms, r->noise_ms,
-              r->protocol_test ? " [protocol test: not performance]" : "");
+              "ok: %d size%s, median %.4g ms (geomean), noise %.2g ms%s; "
+              "thresholds: %s",
+              n, n == 1 ? "" : "s", r->median_ms, r->noise_ms,
+              r->protocol_test ? " [protocol test: not performance]" : "",
+              note);
   } else {
-    eval_pass(o, st, "ok: %d size%s passed%s", n, n == 1 ? "" : "s",
+    eval_pass(o, st, "ok: %d size%s passed%s; thresholds: %s", n,
+              n == 1 ? "" : "s",
               o->wl->kind == WORKLOAD_FREEFORM
                   ? " (checked by the program, not the harness)"
-                  : "");
+                  : "",
+              note);
   }
   return 0;
 }

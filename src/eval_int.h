@@ -8,6 +8,7 @@
 
 #include "err.h"
 #include "eval.h"
+#include "thresh.h"
 #include "workload.h"
 
 /* Paths and sizes of one evaluation. */
@@ -48,5 +49,31 @@ void eval_log_append(char **log, const char *text);
 int eval_ff_run(const struct eval_opts *o, struct eval_ctx *x,
                 const struct workload_size *s, const char *mode,
                 struct eval_result *r, json_t **out, struct err *e);
+
+/* Frozen thresholds of one size (eval_thresh.c). */
+struct eval_thresh {
+  char key[600];
+  struct thresh t;
+  int found;     /* t holds frozen thresholds */
+  int now;       /* frozen by this very run */
+  char why[300]; /* when not found: why not */
+};
+
+/* Look the size's thresholds up (before its run).  <0 on a bad store. */
+int eval_thresh_before(const struct eval_opts *o, const struct eval_ctx *x,
+                       const struct workload_size *s, struct eval_thresh *th,
+                       struct err *e) WARN_UNUSED;
+/* After a passing run RES of size S at stage ST: check a freeform
+ * program's errors against frozen thresholds (1 = failed, verdict set),
+ * freeze them when this is the first baseline's first run, and record
+ * them as SIZE_METRICS["thresholds"].  <0 on an internal error. */
+int eval_thresh_after(const struct eval_opts *o, const struct eval_ctx *x,
+                      const struct workload_size *s, enum eval_stage st,
+                      const json_t *res, struct eval_result *r,
+                      struct eval_thresh *th, json_t *size_metrics,
+                      struct err *e) WARN_UNUSED;
+/* Append "SIZE rel_l2<=.. row<=.. block<=.. (frozen from F)" to TEXT. */
+void eval_thresh_note(const struct workload_size *s,
+                      const struct eval_thresh *th, char *text, size_t n);
 
 #endif

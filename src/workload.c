@@ -397,8 +397,16 @@ static int load_entry(struct workload *w, const struct config_entry *en,
                    en->origin, k);
   }
   if (!strcmp(s, "tolerance")) {
+    if (!strcmp(k, "floor")) {
+      if (config_parse_double(en->value, &w->tol_floor) ||
+          !(w->tol_floor > 0 && w->tol_floor < 1))
+        return err_set(e, ERR_CONFIG, "%s: floor '%s' is not in (0, 1)",
+                       en->origin, en->value);
+      return 0;
+    }
     if (strcmp(k, "rel_l2"))
-      return err_set(e, ERR_CONFIG, "%s: unknown tolerance '%s'", en->origin,
+      return err_set(e, ERR_CONFIG,
+                     "%s: unknown tolerance '%s' (rel_l2, floor)", en->origin,
                      k);
     if (config_parse_double(en->value, &w->tol_rel_l2) ||
         !(w->tol_rel_l2 > 0 && w->tol_rel_l2 < 1))

@@ -83,6 +83,8 @@ struct workload {
   int verify[WORKLOAD_MAX_SET]; /* indices into sizes[] */
   int bench[WORKLOAD_MAX_SET];
   double tol_rel_l2; /* 0 when unset (the binary's default applies) */
+  double tol_floor;  /* [tolerance] floor: lower bound of frozen
+                        thresholds (thresh.h); 0 when unset */
   struct workload_space space;
   int nparams;
   struct workload_param params[WORKLOAD_MAX_PARAMS];

@@ -64,7 +64,7 @@ int main(void) {
     return 4;
   }
   struct rt_cmp m;
-  if (rt_compare(dg, de, RT_BF16, 0, rows, cols, 1, &m, 0) != 0) return 4;
+  if (rt_compare(dg, de, RT_BF16, 0, rows, cols, 1, 0, &m, 0) != 0) return 4;
   want("outside writes counted", m.outside, 5);
   want("unwritten ordinary elements counted as poison", m.poison, 3);
   want("no NaN from the kept poison", m.nan, 0);
@@ -76,7 +76,7 @@ int main(void) {
   }
   for (int k = 0; k < 3; k++) hg[poison_at[k]] = __float2bfloat16(he[poison_at[k]]);
   cudaMemcpy(dg, hg, sizeof hg, cudaMemcpyHostToDevice);
-  if (rt_compare(dg, de, RT_BF16, 0, rows, cols, 1, &m, 0) != 0) return 4;
+  if (rt_compare(dg, de, RT_BF16, 0, rows, cols, 1, 0, &m, 0) != 0) return 4;
   want("kept poison: no outside", m.outside, 0);
   want("kept poison: no poison", m.poison, 0);
   want("kept poison: no NaN", m.nan, 0);

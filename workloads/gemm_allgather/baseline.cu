@@ -28,6 +28,7 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
   void *ws = rt_alloc(ctx, "ws", ws_bytes, RT_SCRATCH, RT_U8, 0);
   if (!u->A || !u->B || !u->C || !u->Ag || !ws) return -1;
   if (rt_output_shape(ctx, "C", s->M, s->Nr) != 0) return -1;
+  if (rt_output_blocks(ctx, "C", s->M < 16 ? s->M : 16) != 0) return -1;  // 16-row blocks
   WL_LT(ctx, cublasLtCreate(&u->lt));
   return wl_gemm_plan(ctx, &u->g, u->lt, s->M, s->Nr, s->K, s->K, s->Nr, s->Nr,
                       1, 0, 0, ws, ws_bytes, 256, 256);

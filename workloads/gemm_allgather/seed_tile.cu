@@ -197,6 +197,7 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
                                             RT_SCRATCH, RT_I64, RT_WINDOW | RT_ZERO);
   if (!u->A || !u->B || !u->C || !u->Ag || !u->flags) return -1;
   if (rt_output_shape(ctx, "C", s->M, s->Nr) != 0) return -1;
+  if (rt_output_blocks(ctx, "C", s->M < 16 ? s->M : 16) != 0) return -1;  // 16-row blocks
   u->ag_win = rt_window(ctx, "Ag");
   u->flag_win = rt_window(ctx, "flags");
   ncclDevCommRequirements reqs;

@@ -300,6 +300,7 @@ static int step_on(struct wl_ctx *ctx, struct sd *u, cudaStream_t st) {
 }
 
 #include <cuda_bf16.h>
+#include <time.h>
 // Lazily planned GEMM over ROWS rows of the own block starting at row R0,
 // reading A from SRC_OFF bytes into its source (cheat helpers).
 __attribute__((unused)) static int own_rows_plan(struct wl_ctx *ctx, struct sd *u, struct wl_gemm *g,
@@ -356,6 +357,7 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
   u->ws = rt_alloc(ctx, "ws", u->ws_bytes, RT_SCRATCH, RT_U8, 0);
   if (!u->A || !u->B || !u->C || !u->Ag || !u->flags || !u->done || !u->ws) return -1;
   if (rt_output_shape(ctx, "C", s->M, s->Nr) != 0) return -1;
+  if (rt_output_blocks(ctx, "C", s->M < 16 ? s->M : 16) != 0) return -1;  // 16-row blocks
   u->ag_win = rt_window(ctx, "Ag");
   u->flag_win = rt_window(ctx, "flags");
   ncclDevCommRequirements reqs;

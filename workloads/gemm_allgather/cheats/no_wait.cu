@@ -1,4 +1,4 @@
-// CUCO-EXPECT-REJECT: verify perturb
+// CUCO-EXPECT-REJECT: verify perturb-delay
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
@@ -300,6 +300,7 @@ static int step_on(struct wl_ctx *ctx, struct sd *u, cudaStream_t st) {
 }
 
 #include <cuda_bf16.h>
+#include <time.h>
 // Lazily planned GEMM over ROWS rows of the own block starting at row R0,
 // reading A from SRC_OFF bytes into its source (cheat helpers).
 __attribute__((unused)) static int own_rows_plan(struct wl_ctx *ctx, struct sd *u, struct wl_gemm *g,
@@ -320,20 +321,25 @@ __attribute__((unused)) static int own_rows_run(struct wl_ctx *ctx, struct sd *u
                      st);
 }
 
-// Cheat: A consumer that does not wait: the gather copy runs on a private
-// stream that is never ordered after the runtime's stream.  When the
-// runtime's preparation is still running (perturbed steps), it copies
-// stale inputs and the runtime's poison lands on top.
-static struct wl_gemm g_ag;
+// Cheat: A consumer that does not wait: the step stages A through a copy on the
+// comm stream that is never ordered after the runtime's stream, then runs
+// the honest step on the staged copy.  When the runtime's preparation is
+// late (the delay perturbation) it stages the previous step's inputs.
+static void *g_stage[64];  // per rank (virtual ranks share the process)
 static int step(struct wl_ctx *ctx, struct sd *u) {
   cudaStream_t st = rt_stream(ctx);
-  const size_t block = (size_t)u->s.Mr * u->s.K * 2, off = rt_rank(ctx) * block;
-  if (!g_ag.ready && own_rows_plan(ctx, u, &g_ag, 0, u->s.Mr, off) != 0) return -1;
-  RT_CUDA(ctx, cudaMemcpyAsync((char *)u->Ag + off, u->A, block,
-                               cudaMemcpyDeviceToDevice, u->comm));  // no fork
+  const int me = rt_rank(ctx);
+  const size_t ab = (size_t)u->s.Mr * u->s.K * 2;
+  if (!g_stage[me]) RT_CUDA(ctx, cudaMallocAsync(&g_stage[me], ab, u->comm));
+  RT_CUDA(ctx, cudaMemcpyAsync(g_stage[me], u->A, ab, cudaMemcpyDeviceToDevice,
+                               u->comm));  // no fork from st
   RT_CUDA(ctx, cudaEventRecord(u->pushed, u->comm));
   RT_CUDA(ctx, cudaStreamWaitEvent(st, u->pushed, 0));
-  return own_rows_run(ctx, u, &g_ag, (const char *)u->Ag + off, 0, st);
+  void *a = u->A;
+  u->A = g_stage[me];
+  int rc = step_on(ctx, u, st);
+  u->A = a;
+  return rc;
 }
 // EVOLVE-BLOCK-END
 
@@ -363,6 +369,7 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
   u->ws = rt_alloc(ctx, "ws", u->ws_bytes, RT_SCRATCH, RT_U8, 0);
   if (!u->A || !u->B || !u->C || !u->Ag || !u->flags || !u->done || !u->ws) return -1;
   if (rt_output_shape(ctx, "C", s->M, s->Nr) != 0) return -1;
+  if (rt_output_blocks(ctx, "C", s->M < 16 ? s->M : 16) != 0) return -1;  // 16-row blocks
   u->ag_win = rt_window(ctx, "Ag");
   u->flag_win = rt_window(ctx, "flags");
   ncclDevCommRequirements reqs;

@@ -1,0 +1,125 @@
+#!/bin/bash
+# Harness hardening (issue 10), what CI can check without a GPU:
+#  - one gemm_allgather cheat per mechanism, named on its first line, and
+#    scripts/gen-cheats.py regenerates exactly the committed files (t0601
+#    checks that each differs from the seed only inside the EVOLVE block);
+#  - tests/gpu/harden.sh's table: every --skip-check name exists in the
+#    runtime, every reason word is one the runtime writes;
+#  - harden.sh itself (runs, verdicts, harden.json, exit status) against a
+#    stand-in binary (HARDEN_FAKE) that behaves like the runtime, and one
+#    that lets a cheat through (must be reported, exit 1);
+#  - nvcc -arch=sm_90 compiles the runtime's judge and the cheats that need
+#    virtual ranks in that mode (t0601 compiles every cheat for real ranks);
+#  - a linked workload binary refuses unknown --skip-check names.
+. "$(dirname "$0")/lib.sh"
+WL=$ROOT/workloads/gemm_allgather
+H=$ROOT/tests/gpu/harden.sh
+MECHS="fresh-inputs input-hash recv-poison snapshot host-clock perturb-delay perturb-hog perturb-order local-check timed-verify"
+
+# One cheat per mechanism, named on its first line.
+for m in $MECHS; do
+  if grep -lqE "^// CUCO-EXPECT-REJECT: (verify|bench) .*\b$m\b" "$WL"/cheats/*.cu; then ok "a cheat expects mechanism $m"
+  else not_ok "a cheat expects mechanism $m" "$(head -qn1 "$WL"/cheats/*.cu)"; fi
+done
+mkdir -p "$TMP/gen/scripts" "$TMP/gen/workloads/gemm_allgather"
+cp "$ROOT/scripts/gen-cheats.py" "$TMP/gen/scripts/" && cp "$WL/seed.cu" "$TMP/gen/workloads/gemm_allgather/"
+expect_rc "gen-cheats.py runs" 0 python3 "$TMP/gen/scripts/gen-cheats.py"
+if diff -r "$WL/cheats" "$TMP/gen/workloads/gemm_allgather/cheats" >"$TMP/gendiff"; then ok "committed cheats == gen-cheats.py output"
+else not_ok "committed cheats == gen-cheats.py output" "$(head -5 "$TMP/gendiff")"; fi
+
+# harden.sh's table against the runtime's vocabulary.
+sed -n '/^TABLE="/,/"$/p' "$H" | sed 's/^TABLE="//; s/"$//' >"$TMP/table"
+[ "$(wc -l <"$TMP/table")" -eq 11 ] && ok "harden.sh table: 11 rows" || not_ok "harden.sh table: 11 rows" "$(cat "$TMP/table")"
+while IFS='|' read -r mech cheat mode skip words extra; do
+  [ -f "$WL/cheats/$cheat.cu" ] && ok "$mech: cheat $cheat exists" || not_ok "$mech: cheat $cheat exists" ""
+  grep -q "{\"$skip\", RT_CK_" "$ROOT/runtime/rt_boot.cu" && ok "$mech: --skip-check $skip exists" ||
+    not_ok "$mech: --skip-check $skip exists" "not in runtime/rt_boot.cu"
+  w=${words%%:*}
+  grep -qF "\"$w" "$ROOT"/runtime/rt_judge.cu "$ROOT"/runtime/rt_main.cu "$ROOT"/runtime/rt_boot.cu &&
+    ok "$mech: the runtime writes '$w'" || not_ok "$mech: the runtime writes '$w'" ""
+  : "$mode" "$extra"
+done <"$TMP/table"
+
+# harden.sh with a stand-in binary that behaves as the runtime should:
+# a cheat is rejected naming its mechanism unless that one is skipped.
+cat >"$TMP/fake" <<'EOF'
+#!/bin/bash
+out= impl= skip=" " vr=0
+while [ $# -gt 0 ]; do case $1 in
+  --out) out=$2; shift ;; --impl) impl=$2; shift ;; --skip-check) skip="$skip$2 "; shift ;;
+  --vranks) vr=$2; shift ;; esac; shift; done
+c=${impl#?_}
+case $c in
+  cached_output) m=fresh-inputs w="fresh-inputs: replayed" ;; input_mutation) m=input-hash w="input-hash: B" ;;
+  masked_recv) m=recv-poison w="recv-poison: 120 NaN" ;; late_write | timing_escape) m=snapshot w="snapshot: late" ;;
+  escaped_tail) m=host-clock w="host-clock: 2 ms" ;; no_wait) m=perturb-delay w="perturb-delay: rel-l2" ;;
+  hog_race) m=perturb-hog w="perturb-hog: recv-poison" ;; order_race) m=perturb-order w="perturb-order: nan" ;;
+  row_error) m=local-check w="local-check: row 199" ;; block_error) m=local-check w="local-check: block 0" ;;
+  counted_steps) m=timed-verify w="timed-verify: poison" ;;
+  *) m= ;;
+esac
+[ "$c" = "${FAKE_BROKEN:-}" ] && m=
+st=ok err= rc=0
+if [ -n "$m" ] && [[ "$skip" != *" $m "* ]]; then st=verify_failed err="rank 0 check C: $w" rc=3; fi
+n=$(echo "$skip" | wc -w)
+printf '{"status": "%s", "error": "%s", "checks_skipped": %d, "protocol_test": %s, "verify": {"checks": []}}\n' \
+  "$st" "$err" "$n" "$([ "$vr" -gt 0 ] && echo true || echo false)" >"$out"
+exit $rc
+EOF
+chmod +x "$TMP/fake"
+OUT=$TMP/h1 HARDEN_FAKE=$TMP/fake bash "$H" >"$TMP/h1.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && ok "harden.sh: all mechanisms necessary -> exit 0" || not_ok "harden.sh: all mechanisms necessary -> exit 0" "exit $rc: $(tail -5 "$TMP/h1.out")"
+if python3 - "$TMP/h1/harden.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["all_ok"] is True
+m = d["mechanisms"]
+want = {"fresh-inputs", "input-hash", "recv-poison", "snapshot", "host-clock", "perturb-delay",
+        "perturb-hog", "perturb-order", "local-check", "local-check (block)", "timed-verify"}
+assert set(m) == want, set(m) ^ want
+for k, v in m.items():
+    assert v["necessary"] and v["on"]["rc"] == 3 and v["off"]["rc"] == 0, (k, v)
+    assert v["on"]["named"] and v["off"]["checks_skipped"] > 0, (k, v)
+    assert ("--skip-check " + v["skip_check"]) in v["off"]["args"], v["off"]["args"]
+    assert ("--vranks 2" in v["on"]["args"]) == (v["mode"] == "virtual ranks, R=2"), v
+assert m["perturb-order"]["mode"] == "virtual ranks, R=2" and m["perturb-delay"]["mode"] == "virtual ranks, R=2"
+assert "--block-tol 0.02" in m["local-check (block)"]["on"]["args"]
+assert "--mode bench" in m["timed-verify"]["on"]["args"]
+assert len(d["controls"]) == 5 and all(c["rc"] == 0 for c in d["controls"])
+PY
+then ok "harden.json: every mechanism on/off with its cheat, controls, modes"
+else not_ok "harden.json: every mechanism on/off with its cheat, controls, modes" "$(head -c 800 "$TMP/h1/harden.json")"; fi
+n=$(find "$TMP/h1" -type f | wc -l)
+[ "$n" -le 8 ] && ok "harden.sh leaves <= 8 files under OUT ($n)" || not_ok "harden.sh leaves <= 8 files under OUT" "$n"
+OUT=$TMP/h2 HARDEN_FAKE=$TMP/fake FAKE_BROKEN=hog_race bash "$H" >"$TMP/h2.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] && ok "harden.sh: a cheat let through -> exit 1" || not_ok "harden.sh: a cheat let through -> exit 1" "exit $rc"
+expect_grep "summary marks it" "$TMP/h2/summary.md" "^\| perturb-hog \| hog_race.cu .*\*\*NO\*\* \|$"
+
+# ---- compile checks (nvcc, no GPU)
+NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if ! [ -x "$NVCC" ]; then
+  echo "ok $((_n + 1)) # SKIP no nvcc"; _n=$((_n + 1)); done_testing; exit $?
+fi
+INC=(-I"$ROOT/runtime" -I"$WL")
+[ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
+NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
+expect_rc "rt_judge.cu compiles (real ranks)" 0 "${NV[@]}" -c "$ROOT/runtime/rt_judge.cu" -o "$TMP/j.o"
+expect_rc "rt_vranks.cu compiles (virtual ranks)" 0 "${NV[@]}" -DCUCO_VRANKS -c "$ROOT/runtime/rt_vranks.cu" -o "$TMP/v.o"
+for c in no_wait order_race; do
+  expect_rc "cheat $c compiles with -DCUCO_VRANKS" 0 "${NV[@]}" -DCUCO_VRANKS -c "$WL/cheats/$c.cu" -o "$TMP/c.o"
+done
+
+# ---- a linked binary's command line, from t0601's objects (build/cuda)
+B=${BUILD:-build}
+objs=("$ROOT/$B"/cuda/runtime_*.o "$ROOT/$B"/cuda/gemm_allgather_reference.o "$ROOT/$B"/cuda/gemm_allgather_seed.o)
+if [ -f "${objs[0]}" ] && "$NVCC" -arch=sm_90 "${objs[@]}" -o "$TMP/bin" -lnccl -lcublas -lcublasLt >"$TMP/link" 2>&1; then
+  expect_rc "unknown --skip-check refused" 2 "$TMP/bin" --params M=8,K=8,N=8 --mode verify --out "$TMP/r.json" --skip-check nosuch
+  expect_grep "refusal names it" "$TMP/err" "usage error: unknown check 'nosuch'"
+  expect_rc "bad --block-tol refused" 2 "$TMP/bin" --params M=8,K=8,N=8 --mode verify --out "$TMP/r.json" --block-tol x
+  expect_grep "usage lists --block-tol" "$TMP/err" "\[--block-tol X\]"
+else
+  echo "ok $((_n + 1)) # SKIP no objects from t0601 or cannot link (libnccl/cuBLAS)"; _n=$((_n + 1))
+fi
+done_testing
