@@ -1,5 +1,6 @@
 #!/bin/bash
-# bench/coll_sweep.cu (issue 8's collectives sweep) compiles for sm_90; where
+# bench/coll_sweep.cu (issue 8's collectives sweep) and the GEMM-alone probe
+# workloads/gemm_allgather/tools/gemm_only.cu compile for sm_90; where
 # it also links (libnccl present), its host side runs without a GPU: the
 # --plan document (sizes 1 MiB..1 GiB, operations, formulas) and the
 # argument checks.  The GPU part runs in tests/gpu/coll_sweep.sh.
@@ -18,6 +19,14 @@ expect_rc "coll_sweep.cu compiles for sm_90" 0 \
   -o "$TMP/cs.o"
 expect_grep "ptxas built the LSA copy kernel" "$TMP/err" "cs_lsa_copy"
 expect_no_grep "LSA copy kernel does not spill" "$TMP/err" "[1-9][0-9]* bytes spill"
+
+# The GEMM-alone probe of the overlap bound (tests/gpu/two_rank.sh).
+expect_rc "gemm_allgather tools/gemm_only.cu compiles" 0 \
+  "$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}" -I"$ROOT/runtime" -I"$ROOT/workloads/gemm_allgather" \
+  -c "$ROOT/workloads/gemm_allgather/tools/gemm_only.cu" -o "$TMP/go.o"
+for g in two_rank coll_sweep; do
+  expect_rc "tests/gpu/$g.sh parses" 0 bash -n "$ROOT/tests/gpu/$g.sh"
+done
 
 if ! "$NVCC" -arch=sm_90 "$TMP/cs.o" -o "$TMP/cs" -lnccl >"$TMP/link.log" 2>&1; then
   echo "ok $((_n + 1)) # skip no libnccl to link against: $(head -c 200 "$TMP/link.log")"
