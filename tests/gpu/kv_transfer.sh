@@ -5,6 +5,8 @@
 #
 # Run from the repository root on the GPU machine:
 #   OUT=/some/dir bash tests/gpu/kv_transfer.sh
+#   KV_PART=new ...   only B, the seed, compute-only and the pull/per_tile variants
+#   KV_VRANKS=0 ...   skip the virtual-rank runs
 # Steps: build (runtime objects once, then every implementation) -> verify
 # (baselines A and B, seed + two directive variants, with --perturb) on the
 # verify sizes -> cheats (each must exit 3) -> sizes that need
@@ -88,6 +90,18 @@ IMPLS=("baseline_A|$WL/baseline.cu|"
        "${NEW_IMPLS[@]}"
        "compute_only|$WL/tools/compute_only.cu|")
 for c in "$WL"/cheats/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c|"); done
+# KV_PART=new: only what the new variants need (B and the seed beside them,
+# compute-only for the bound), no cheats, no other directive variants.
+KV_PART=${KV_PART:-all}
+VER_BASE="baseline_A baseline_B seed"
+BENCH_IMPLS="compute_only baseline_A baseline_B seed seed_split_chunk_warp"
+if [ "$KV_PART" = new ]; then
+  IMPLS=("baseline_B|$WL/baseline_streamed.cu|" "seed|$WL/seed.cu|" "${NEW_IMPLS[@]}"
+         "compute_only|$WL/tools/compute_only.cu|")
+  VER_BASE="baseline_B seed"
+  BENCH_IMPLS="compute_only baseline_B seed"
+fi
+note "KV_PART=$KV_PART"
 for e in "${IMPLS[@]}"; do
   IFS='|' read -r name src flags <<<"$e"
   # shellcheck disable=SC2086
@@ -151,14 +165,16 @@ run() {
 
 # ---- verify ------------------------------------------------------------------
 for s in v_tiny v_small v_odd v_mid; do
-  for impl in baseline_A baseline_B seed; do run "$impl" "$s" verify 0 40 --perturb; done
+  for impl in $VER_BASE; do run "$impl" "$s" verify 0 40 --perturb; done
   # Nothing runs at all (driver, NCCL, no GPU): stop here, the rest would only repeat it.
-  if [ "$s" = v_tiny ] && [ "$(grep -c '|verify|4|' "$REC")" -eq 3 ]; then
+  if [ "$s" = v_tiny ] && [ "$(grep -c '|verify|4|' "$REC")" -eq "$(echo $VER_BASE | wc -w)" ]; then
     note "every v_tiny run failed with exit 4 (setup/CUDA/NCCL error): stopping; see runs.log"
     echo "1..$n" >>"$TAP"; exit 1
   fi
 done
-for impl in seed_split_chunk_warp seed_split_thread; do run "$impl" v_mid verify 0 40 --perturb; done
+if [ "$KV_PART" != new ]; then
+  for impl in seed_split_chunk_warp seed_split_thread; do run "$impl" v_mid verify 0 40 --perturb; done
+fi
 for impl in "${NEW_NAMES[@]}"; do
   for s in v_tiny v_small v_odd v_mid; do run "$impl" "$s" verify 0 40 --perturb; done
 done
@@ -174,7 +190,7 @@ for s in v_awk v_spare v_hd64; do
 done
 # ---- bench ----------------------------------------------------------------------
 for s in short mid long; do
-  for impl in compute_only baseline_A baseline_B seed seed_split_chunk_warp "${NEW_NAMES[@]}"; do
+  for impl in $BENCH_IMPLS "${NEW_NAMES[@]}"; do
     want=0; [ "$impl" = compute_only ] && want=any
     run "$impl" "$s" bench "$want" 90 --warmup 3 --iters 20 --min-time 0.3
   done
