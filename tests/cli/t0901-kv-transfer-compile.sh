@@ -73,15 +73,14 @@ cc "seed.cu GIN path" "$WL/seed.cu" -DCUCO_BACKEND=2 -DCUCO_PLACEMENT=3
 cc "seed.cu pull deferred" "$WL/seed.cu" -DCUCO_PARAM_direction=pull
 cc "seed.cu pull split warp 64KiB" "$WL/seed.cu" -DCUCO_PARAM_direction=pull -DCUCO_PLACEMENT=3 \
   -DCUCO_ISSUER=2 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_comm_ctas=16
-cc "seed.cu pull split thread issuer" "$WL/seed.cu" -DCUCO_PARAM_direction=pull -DCUCO_PLACEMENT=3 \
-  -DCUCO_ISSUER=1 -DCUCO_PARAM_push_threads=128
+cc "seed.cu pull split thread issuer, per_chunk (builds as per_peer)" "$WL/seed.cu" \
+  -DCUCO_PARAM_direction=pull -DCUCO_PLACEMENT=3 -DCUCO_ISSUER=1 -DCUCO_SYNC=3
 cc "seed.cu per_tile push" "$WL/seed.cu" -DCUCO_PLACEMENT=2 -Xptxas -v
 cp "$TMP/err" "$TMP/ptxas_tile.log"
 expect_grep "per_tile: ptxas built the GEMM tile kernel with the epilogue" "$TMP/ptxas_tile.log" \
   "gemm_tile_kernel.*SdTileEpi"
 expect_no_grep "per_tile: the GEMM tile kernel does not spill" "$TMP/ptxas_tile.log" \
   "[1-9][0-9]* bytes spill"
-cc "seed.cu per_tile push per_chunk (builds as per_peer)" "$WL/seed.cu" -DCUCO_PLACEMENT=2 -DCUCO_SYNC=3
 cc "seed.cu per_tile pull" "$WL/seed.cu" -DCUCO_PLACEMENT=2 -DCUCO_PARAM_direction=pull
 expect_rc "seed.cu refuses an unknown direction" 1 \
   "${NV[@]}" -DCUCO_PARAM_direction=sideways -c "$WL/seed.cu" -o "$TMP/o.o"
@@ -97,7 +96,6 @@ if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
     -DCUCO_PLACEMENT=3 -DCUCO_SYNC=3
   cc "seed.cu pull split in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \
     -DCUCO_PARAM_direction=pull -DCUCO_PLACEMENT=3
-  cc "seed.cu per_tile push in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS -DCUCO_PLACEMENT=2
   cc "seed.cu per_tile pull in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \
     -DCUCO_PLACEMENT=2 -DCUCO_PARAM_direction=pull
 else
