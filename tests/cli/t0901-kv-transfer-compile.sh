@@ -32,6 +32,11 @@ awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -4 >"$TMP/evhead"
 expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
   '^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=per_peer issuer=cta chunk=1MiB$'
 expect_grep "seed: comm_ctas param" "$TMP/evhead" '^// CUCO-PARAM comm_ctas=8$'
+awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -6 >"$TMP/evhead6"
+expect_grep "seed: direction param (push)" "$TMP/evhead6" '^// CUCO-PARAM direction=push$'
+expect_grep "workload.ini: direction push|pull in [params]" "$WL/workload.ini" '^direction *= *push, pull$'
+expect_grep "workload.ini: per_tile in the placement space" "$WL/workload.ini" \
+  '^placement *= *deferred, per_tile, split$'
 # workload.ini sizes == the GPU script's table (same strings)
 grep -E '^[a-z_0-9]+ *= *L=' "$WL/workload.ini" | sed 's/ *= */=/' | sort >"$TMP/ini"
 grep -oE '\[[a-z_0-9]+\]="L=[^"]*"' "$ROOT/tests/gpu/kv_transfer.sh" |
@@ -58,18 +63,41 @@ cc "baseline.cu (A, deferred)" "$WL/baseline.cu"
 cc "baseline_streamed.cu (B)" "$WL/baseline_streamed.cu"
 cc "tools/compute_only.cu" "$WL/tools/compute_only.cu"
 cc "seed.cu (its directives)" "$WL/seed.cu"
+expect_no_grep "seed.cu builds without warnings" "$TMP/err" "warning"
 cc "seed.cu split per_chunk warp 16 CTAs" "$WL/seed.cu" -DCUCO_PLACEMENT=3 -DCUCO_SYNC=3 \
   -DCUCO_ISSUER=2 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_comm_ctas=16
 cc "seed.cu thread issuer" "$WL/seed.cu" -DCUCO_ISSUER=1 -DCUCO_PARAM_push_threads=128
 cc "seed.cu GIN path" "$WL/seed.cu" -DCUCO_BACKEND=2 -DCUCO_PLACEMENT=3
-expect_rc "seed.cu refuses placement=per_tile (no GEMM tile yet)" 1 \
-  "${NV[@]}" -DCUCO_PLACEMENT=2 -c "$WL/seed.cu" -o "$TMP/o.o"
-expect_grep "per_tile refusal names the reason" "$TMP/err" "placement=per_tile needs the shared GEMM tile"
+# direction=pull (decode reads the staging window) and placement=per_tile (the
+# GEMM tile's epilogue applies RoPE and stores the pages), every combination
+cc "seed.cu pull deferred" "$WL/seed.cu" -DCUCO_PARAM_direction=pull
+cc "seed.cu pull split warp 64KiB" "$WL/seed.cu" -DCUCO_PARAM_direction=pull -DCUCO_PLACEMENT=3 \
+  -DCUCO_ISSUER=2 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_comm_ctas=16
+cc "seed.cu pull split thread issuer, per_chunk (builds as per_peer)" "$WL/seed.cu" \
+  -DCUCO_PARAM_direction=pull -DCUCO_PLACEMENT=3 -DCUCO_ISSUER=1 -DCUCO_SYNC=3
+cc "seed.cu per_tile push" "$WL/seed.cu" -DCUCO_PLACEMENT=2 -Xptxas -v
+cp "$TMP/err" "$TMP/ptxas_tile.log"
+expect_grep "per_tile: ptxas built the GEMM tile kernel with the epilogue" "$TMP/ptxas_tile.log" \
+  "gemm_tile_kernel.*SdTileEpi"
+expect_no_grep "per_tile: the GEMM tile kernel does not spill" "$TMP/ptxas_tile.log" \
+  "[1-9][0-9]* bytes spill"
+cc "seed.cu per_tile pull" "$WL/seed.cu" -DCUCO_PLACEMENT=2 -DCUCO_PARAM_direction=pull
+expect_rc "seed.cu refuses an unknown direction" 1 \
+  "${NV[@]}" -DCUCO_PARAM_direction=sideways -c "$WL/seed.cu" -o "$TMP/o.o"
+expect_grep "the refusal names the param and its values" "$TMP/err" "direction must be push or pull"
+expect_rc "seed.cu refuses pull on the GIN backend" 1 \
+  "${NV[@]}" -DCUCO_BACKEND=2 -DCUCO_PARAM_direction=pull -c "$WL/seed.cu" -o "$TMP/o.o"
+expect_grep "the GIN refusal names the reason" "$TMP/err" "are LSA designs"
+expect_no_grep "per_tile builds without warnings" "$TMP/ptxas_tile.log" "warning"
 for c in "$WL"/cheats/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
 if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
   cc "seed.cu in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS
   cc "seed.cu split per_chunk in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \
     -DCUCO_PLACEMENT=3 -DCUCO_SYNC=3
+  cc "seed.cu pull split in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \
+    -DCUCO_PARAM_direction=pull -DCUCO_PLACEMENT=3
+  cc "seed.cu per_tile pull in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \
+    -DCUCO_PLACEMENT=2 -DCUCO_PARAM_direction=pull
 else
   ok "virtual-rank mode # SKIP runtime has no vnccl.cuh yet"
 fi

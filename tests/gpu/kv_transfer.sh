@@ -5,12 +5,17 @@
 #
 # Run from the repository root on the GPU machine:
 #   OUT=/some/dir bash tests/gpu/kv_transfer.sh
+#   KV_PART=new ...   only B, the seed, compute-only and the pull/per_tile variants
+#   KV_VRANKS=0 ...   skip the virtual-rank runs
 # Steps: build (runtime objects once, then every implementation) -> verify
 # (baselines A and B, seed + two directive variants, with --perturb) on the
 # verify sizes -> cheats (each must exit 3) -> sizes that need
 # "must-stay-poison" support in the runtime (reported, not failed) -> bench
 # short/mid/long for A, B, seed, the seed's split variant and compute-only
-# (C_prefill, the bound's compute term) -> torch anchors.  Writes to $OUT (<= 8 files):
+# (C_prefill, the bound's compute term) -> the seed's variants at R = 2, 4
+# virtual ranks -> torch anchors.  The issue-12 variants (direction=pull,
+# placement=per_tile: NEW_IMPLS) are verified, benched against B and
+# reported in summary.json as <variant>_over_B.  Writes to $OUT (<= 8 files):
 #   kv_transfer.tap   TAP log (what passed, what not, why)
 #   summary.json      one record per run: impl, size, mode, rc, status,
 #                     error, rel_l2, median/p10/p90 ms; plus "bench" table
@@ -68,14 +73,35 @@ for f in "$ROOT"/runtime/*.cu; do
   while [ "$(jobs -rp | wc -l)" -ge "${KV_JOBS:-12}" ]; do sleep 0.5; done
 done
 build_obj "$WL/reference.cu" "$B/reference.o" & pids+=($!)
+# The search-space points added for issue 12 (direction=pull, placement=per_tile):
+# name|source|directive flags.  Verified at every verify size (+perturb) and
+# at R = 2 and 4 virtual ranks, benched against baseline B.
+NEW_IMPLS=("seed_pull|$WL/seed.cu|-DCUCO_PARAM_direction=pull"
+           "seed_pull_split|$WL/seed.cu|-DCUCO_PARAM_direction=pull -DCUCO_PLACEMENT=3 -DCUCO_ISSUER=2 -DCUCO_CHUNK_BYTES=262144 -DCUCO_PARAM_comm_ctas=16"
+           "seed_tile|$WL/seed.cu|-DCUCO_PLACEMENT=2"
+           "seed_tile_pull|$WL/seed.cu|-DCUCO_PLACEMENT=2 -DCUCO_PARAM_direction=pull -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16")
+NEW_NAMES=(seed_pull seed_pull_split seed_tile seed_tile_pull)
 # name|source|directive flags
 IMPLS=("baseline_A|$WL/baseline.cu|"
        "baseline_B|$WL/baseline_streamed.cu|"
        "seed|$WL/seed.cu|"
        "seed_split_chunk_warp|$WL/seed.cu|-DCUCO_PLACEMENT=3 -DCUCO_SYNC=3 -DCUCO_ISSUER=2 -DCUCO_CHUNK_BYTES=262144 -DCUCO_PARAM_comm_ctas=16"
        "seed_split_thread|$WL/seed.cu|-DCUCO_PLACEMENT=3 -DCUCO_ISSUER=1 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_comm_ctas=4 -DCUCO_PARAM_push_threads=256"
+       "${NEW_IMPLS[@]}"
        "compute_only|$WL/tools/compute_only.cu|")
 for c in "$WL"/cheats/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c|"); done
+# KV_PART=new: only what the new variants need (B and the seed beside them,
+# compute-only for the bound), no cheats, no other directive variants.
+KV_PART=${KV_PART:-all}
+VER_BASE="baseline_A baseline_B seed"
+BENCH_IMPLS="compute_only baseline_A baseline_B seed seed_split_chunk_warp"
+if [ "$KV_PART" = new ]; then
+  IMPLS=("baseline_B|$WL/baseline_streamed.cu|" "seed|$WL/seed.cu|" "${NEW_IMPLS[@]}"
+         "compute_only|$WL/tools/compute_only.cu|")
+  VER_BASE="baseline_B seed"
+  BENCH_IMPLS="compute_only baseline_B seed"
+fi
+note "KV_PART=$KV_PART"
 for e in "${IMPLS[@]}"; do
   IFS='|' read -r name src flags <<<"$e"
   # shellcheck disable=SC2086
@@ -139,14 +165,19 @@ run() {
 
 # ---- verify ------------------------------------------------------------------
 for s in v_tiny v_small v_odd v_mid; do
-  for impl in baseline_A baseline_B seed; do run "$impl" "$s" verify 0 40 --perturb; done
+  for impl in $VER_BASE; do run "$impl" "$s" verify 0 40 --perturb; done
   # Nothing runs at all (driver, NCCL, no GPU): stop here, the rest would only repeat it.
-  if [ "$s" = v_tiny ] && [ "$(grep -c '|verify|4|' "$REC")" -eq 3 ]; then
+  if [ "$s" = v_tiny ] && [ "$(grep -c '|verify|4|' "$REC")" -eq "$(echo $VER_BASE | wc -w)" ]; then
     note "every v_tiny run failed with exit 4 (setup/CUDA/NCCL error): stopping; see runs.log"
     echo "1..$n" >>"$TAP"; exit 1
   fi
 done
-for impl in seed_split_chunk_warp seed_split_thread; do run "$impl" v_mid verify 0 40 --perturb; done
+if [ "$KV_PART" != new ]; then
+  for impl in seed_split_chunk_warp seed_split_thread; do run "$impl" v_mid verify 0 40 --perturb; done
+fi
+for impl in "${NEW_NAMES[@]}"; do
+  for s in v_tiny v_small v_odd v_mid; do run "$impl" "$s" verify 0 40 --perturb; done
+done
 # ---- cheats: must be rejected at verification (exit 3) -------------------------
 for e in "${IMPLS[@]}"; do
   name=${e%%|*}
@@ -154,14 +185,61 @@ for e in "${IMPLS[@]}"; do
 done
 # ---- sizes needing "must-stay-poison" verification (padding, spare blocks) ---
 note "next 3: fail with 'poison' until the runtime lets expected all-ones mean 'must still be poison' (README.md)"
-for s in v_awk v_spare v_hd64; do run seed "$s" verify any 40; done
+for s in v_awk v_spare v_hd64; do
+  for impl in seed "${NEW_NAMES[@]}"; do run "$impl" "$s" verify any 40; done
+done
 # ---- bench ----------------------------------------------------------------------
 for s in short mid long; do
-  for impl in compute_only baseline_A baseline_B seed seed_split_chunk_warp; do
+  for impl in $BENCH_IMPLS "${NEW_NAMES[@]}"; do
     want=0; [ "$impl" = compute_only ] && want=any
     run "$impl" "$s" bench "$want" 90 --warmup 3 --iters 20 --min-time 0.3
   done
 done
+# ---- virtual ranks: the seed's variants at R = 2 and 4 on this one GPU ----------
+# (-DCUCO_VRANKS, docs/vranks.md: a protocol test of roles, windows, flags and
+# must-stay-poison pools at R >= 2; never timed).  KV_VRANKS=0 skips it.
+if [ "${KV_VRANKS:-1}" = 1 ]; then
+  VB=$B/vr
+  mkdir -p "$VB"
+  for f in "$ROOT"/runtime/*.cu "$WL/reference.cu"; do
+    build_obj "$f" "$VB/rt_$(basename "$f" .cu).o" -DCUCO_VRANKS &
+    while [ "$(jobs -rp | wc -l)" -ge "${KV_JOBS:-12}" ]; do sleep 0.5; done
+  done
+  VR_IMPLS=("seed|$WL/seed.cu|" "seed_split|$WL/seed.cu|-DCUCO_PLACEMENT=3" "${NEW_IMPLS[@]}")
+  for e in "${VR_IMPLS[@]}"; do
+    IFS='|' read -r name src flags <<<"$e"
+    # shellcheck disable=SC2086
+    build_obj "$src" "$VB/$name.o" -DCUCO_VRANKS $flags &
+    while [ "$(jobs -rp | wc -l)" -ge "${KV_JOBS:-12}" ]; do sleep 0.5; done
+  done
+  wait
+  cat "$VB"/*.log >>"$OUT/build.log" 2>/dev/null
+  for e in "${VR_IMPLS[@]}"; do
+    IFS='|' read -r name src flags <<<"$e"
+    if ! [ -f "$VB/$name.o" ] || ! "$NVCC" -arch=sm_90 -o "$VB/$name" "$VB"/rt_*.o "$VB/$name.o" \
+        "${LIBS[@]}" >>"$OUT/build.log" 2>&1; then
+      not_ok "build $name (--vranks)" "$(tail -3 "$VB/$name.o.log" 2>/dev/null) (see build.log)"
+      continue
+    fi
+    for R in 2 4; do
+      for s in v_small v_mid; do
+        res=$VB/res.json
+        rm -f "$res"
+        cmd=("$VB/$name" --params "${SZ[$s]}" --size-name "$s" --mode verify --vranks "$R"
+             --seed 12345 --tol "$TOL" --impl "${name}_vr$R" --workload kv_transfer --out "$res")
+        echo "== ${name} vranks $R $s: ${cmd[*]}" >>"$RUNS"
+        t0=$(date +%s)
+        timeout 90 "${cmd[@]}" >>"$RUNS" 2>"$B/stderr.txt"; rc=$?
+        cat "$B/stderr.txt" >>"$RUNS"
+        [ -f "$res" ] && tr -d '\n' <"$res" >>"$JL" && echo >>"$JL"
+        echo "${name}_vr$R|$s|verify|$rc|0|$(($(date +%s) - t0))" >>"$REC"
+        if [ "$rc" -eq 0 ]; then ok "$name --vranks $R $s (protocol test)"
+        else not_ok "$name --vranks $R $s (protocol test)" "exit $rc: $(tail -2 "$B/stderr.txt" | tr '\n' ' ')"; fi
+      done
+    done
+  done
+fi
+
 # ---- torch anchors ---------------------------------------------------------------
 if timeout 120 python3 "$ROOT/tests/gpu/kv_transfer_torch.py" >"$B/torch.json" 2>>"$RUNS"; then
   ok "torch anchors"
@@ -202,6 +280,9 @@ for s in ("short", "mid", "long"):
     e = {"compute_only_ms (C_prefill, GEMM+RoPE, not a valid impl)": c, "A_ms": a, "B_ms": b,
          "seed_ms (deferred, the doc's seed)": sd, "seed_split_chunk_warp_ms": sp}
     if sp and b: e["seed_split_over_B"] = sp / b
+    for k in ("seed_pull", "seed_pull_split", "seed_tile", "seed_tile_pull"):
+        e[k + "_ms"] = m.get(k)
+        if m.get(k) and b: e[k + "_over_B"] = m[k] / b
     if sd and b: e["seed_over_B (goal <= 1.03)"] = sd / b
     if sd and a: e["A_over_seed"] = a / sd
     if sd and c: e["seed_exposed_tail_ms (seed - C_prefill)"] = sd - c

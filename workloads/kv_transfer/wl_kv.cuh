@@ -219,6 +219,29 @@ static inline int kv_runs(const struct kv_shape *s, unsigned long long seed, int
   return n;
 }
 
+// The rows decode rank DR pulls (direction=pull): for k < *N, in (sender,
+// request, token) order -- the order of kv_plan_rows' RSLOT --, SRC[k] = the
+// prefill rank, ROW[k] = the row in that rank's [S] staging, SLOT[k] = the
+// slab offset in DR's pool.  Arrays of kv_recv_rows(s, DR) entries (the
+// caller's).  0, or -1 on allocation failure.
+static inline int kv_plan_incoming(const struct kv_shape *s, unsigned long long seed, int dr,
+                                   int *src, long long *row, long long *slot, long long *n) {
+  int *dst = (int *)malloc(sizeof(int) * s->S), *pos = (int *)malloc(sizeof(int) * s->S);
+  long long *sl = (long long *)malloc(sizeof(long long) * s->S);
+  int rc = dst && pos && sl ? 0 : -1;
+  *n = 0;
+  for (int p = 0; p < s->P && rc == 0; p++) {
+    rc = kv_plan_rows(s, seed, p, dst, sl, pos, -1, NULL, NULL, NULL, NULL);
+    for (long long r = 0; r < s->S && rc == 0; r++)
+      if (dst[r] == dr) {
+        src[*n] = p, row[*n] = r, slot[*n] = sl[r];
+        (*n)++;
+      }
+  }
+  free(dst), free(pos), free(sl);
+  return rc;
+}
+
 // Number of rows decode rank DR receives (all senders).
 static inline long long kv_recv_rows(const struct kv_shape *s, int dr) {
   long long n = 0;

@@ -14,12 +14,28 @@
 //
 // Flags carry rt_epoch(): the runtime advances it before every step, so no
 // flag is ever reset and nothing from an earlier step satisfies a wait.
+//
+// Other points of the search space (directives in the EVOLVE block):
+//  - direction=pull (CUCO-PARAM): the prefill rank only computes into its
+//    staging window and raises each layer's ready flag on the decode rank;
+//    the decode rank's pull kernel waits for a layer's flags, then reads
+//    its rows from the senders' staging (ncclGetLsaPointer on "stage") into
+//    its own pages.  Staging is rewritten only in the next step, which every
+//    rank enters after the runtime's cross-rank barrier, i.e. after every
+//    decode rank finished its pulls.
+//  - placement=per_tile: the KV projection runs on the shared GEMM tile
+//    (runtime/gemm_tile.cuh, v1) per layer; its epilogue stores the tile
+//    into the local staging rows, and tile_end applies RoPE (wl_kv.cuh's
+//    kv_rope_pair and table) and stores the tile straight into the decode
+//    rank's pages (push) or back into staging (pull); the layer's last tile
+//    raises the layer's flag.
 // Code outside the EVOLVE blocks is frozen.
 #include <stdlib.h>
 #include <string.h>
 
 #include <cuda/atomic>
 
+#include "gemm_tile.cuh"
 #include "rt.cuh"
 #include "wl_kv.cuh"
 
@@ -33,6 +49,10 @@ struct sd {
   unsigned long long *done;   // local [L]: CTA completion counters
   int *dst;                   // device [S]: decode (LSA) rank of each row
   long long *slot;            // device [S]: slab offset of each row
+  int *in_src;                // device [nin]: prefill rank of each incoming row
+  long long *in_row;          // device [nin]: its row in that rank's staging
+  long long *in_slot;         // device [nin]: its slab offset here
+  long long nin;              // rows this (decode) rank receives
   unsigned long long dmask;   // decode ranks I send to
   unsigned long long pmask;   // prefill ranks that send to me
   ncclWindow_t pool_win, flag_win, stage_win;
@@ -49,17 +69,36 @@ struct sd {
 // the decode rank never waits for the layers' ready flags and its step
 // stream does not join the push, so its clock stops (and the snapshot is
 // taken) while KV is still in flight.
+// CUCO-PARAM direction=push
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 8
 #endif
 #ifndef CUCO_PARAM_push_threads
 #define CUCO_PARAM_push_threads 512
 #endif
-#if CUCO_PLACEMENT == CUCO_PLACEMENT_PER_TILE
-#error "placement=per_tile needs the shared GEMM tile core (runtime/gemm_tile.cuh); use deferred or split"
+#ifndef CUCO_PARAM_direction
+#define CUCO_PARAM_direction push
+#endif
+// direction=push|pull (a word, not a number): SD_DIR is 1 or 2, 0 if unknown.
+#define SD_DIR_push 1
+#define SD_DIR_pull 2
+#define SD_CAT_(a, b) a##b
+#define SD_CAT(a, b) SD_CAT_(a, b)
+#define SD_DIR SD_CAT(SD_DIR_, CUCO_PARAM_direction)
+#if SD_DIR != 1 && SD_DIR != 2
+#error "CUCO-PARAM direction must be push or pull"
+#endif
+#define SD_PULL (SD_DIR == 2)
+#define SD_PER_TILE (CUCO_PLACEMENT == CUCO_PLACEMENT_PER_TILE)
+#if CUCO_BACKEND == CUCO_BACKEND_GIN && (SD_PULL || SD_PER_TILE)
+#error "direction=pull and placement=per_tile are LSA designs (loads/stores through windows)"
 #endif
 // sync=global is not in this workload's space (a barrier over all ranks
 // would also stall prefill ranks on each other); it builds as per_peer.
+// One flag per (sender, layer) where the layer has no per-CTA chunks: with
+// per_tile (the layer's last tile raises it) and with pull (the prefill
+// rank raises it once the layer is in its staging), per_chunk is per_peer.
+#define SD_CHUNK_FLAGS (CUCO_SYNC == CUCO_SYNC_PER_CHUNK && !SD_PER_TILE && !SD_PULL)
 #if CUCO_PARAM_comm_ctas > SD_FLAG_SLOTS
 #error "comm_ctas must be at most SD_FLAG_SLOTS"
 #endif
@@ -112,7 +151,7 @@ sd_push(ncclWindow_t pool_win, ncclWindow_t flag_win, const __nv_bfloat16 *stage
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence_system();
-#if CUCO_SYNC == CUCO_SYNC_PER_CHUNK
+#if SD_CHUNK_FLAGS
       for (int d = 0; d < 64; d++)
         if (dmask >> d & 1)
           sd_store_release((unsigned long long *)ncclGetLsaPointer(
@@ -148,6 +187,184 @@ __global__ void sd_wait(const unsigned long long *flags, unsigned long long pmas
   }
   __syncthreads();
 }
+
+// direction=pull, prefill side: after layers [L0, L1) are in staging (stream
+// order), raise their ready flags on every decode rank in DMASK.
+__global__ void sd_ready(ncclWindow_t flag_win, int me, long long L, long long l0, long long l1,
+                         unsigned long long dmask, unsigned long long epoch) {
+  if (threadIdx.x != 0) return;
+  __threadfence_system();  // the layers' staging rows, written by earlier kernels
+  for (int d = 0; d < 64; d++)
+    if (dmask >> d & 1)
+      for (long long l = l0; l < l1; l++)
+        sd_store_release((unsigned long long *)ncclGetLsaPointer(
+                             flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS) * 8, d),
+                         epoch);
+}
+
+// Copy one incoming row (K and V halves, VEC16 uint4 each) from SRC (a
+// sender's staging row) to KD (its K slot here; V is SLAB16 uint4 further),
+// four 16-byte loads in flight per lane (remote loads are latency bound).
+__device__ static inline void sd_pull_row(const uint4 *src, uint4 *kd, long long slab16,
+                                          long long vec16, unsigned lane, unsigned nl) {
+  uint4 *vd = kd + slab16 - vec16;  // element k >= vec16 goes to vd[k]
+  const long long n = 2 * vec16;
+  long long k = lane;
+  for (; k + 3 * nl < n; k += 4 * nl) {
+    uint4 a = src[k], b = src[k + nl], c = src[k + 2 * nl], e = src[k + 3 * nl];
+    (k < vec16 ? kd : vd)[k] = a;
+    (k + nl < vec16 ? kd : vd)[k + nl] = b;
+    (k + 2 * nl < vec16 ? kd : vd)[k + 2 * nl] = c;
+    (k + 3 * nl < vec16 ? kd : vd)[k + 3 * nl] = e;
+  }
+  for (; k < n; k += nl) (k < vec16 ? kd : vd)[k] = src[k];
+}
+
+// direction=pull, decode side: for each layer, wait until every sender in
+// PMASK has raised its flag (one thread, acquire; then the CTA barrier),
+// then copy items of TPI incoming rows (CTA b: items b, b+G, ...) from the
+// senders' staging windows into this rank's pool.
+__global__ void __launch_bounds__(1024)
+sd_pull(ncclWindow_t stage_win, const unsigned long long *flags, __nv_bfloat16 *pool,
+        const int *src, const long long *row, const long long *slot, long long nin,
+        long long S, long long W, long long slab, long long L, long long tpi,
+        unsigned long long pmask, unsigned long long epoch) {
+  const long long vec16 = W / 8, items = (nin + tpi - 1) / tpi;
+  for (long long l = 0; l < L; l++) {
+    if (threadIdx.x == 0)
+      for (int p = 0; p < 64; p++)
+        if (pmask >> p & 1) {
+          cuda::atomic_ref<const unsigned long long, cuda::thread_scope_system> f(
+              flags[((size_t)p * L + l) * SD_FLAG_SLOTS]);
+          while (f.load(cuda::memory_order_acquire) < epoch) __nanosleep(64);
+        }
+    __syncthreads();
+    uint4 *kl = (uint4 *)(pool + (size_t)(l * 2) * slab);
+    const size_t loff = (size_t)l * S * 2 * W;  // layer l's staging, elements
+    for (long long it = blockIdx.x; it < items; it += gridDim.x) {
+      long long r0 = it * tpi, r1 = r0 + tpi < nin ? r0 + tpi : nin;
+#if CUCO_ISSUER == CUCO_ISSUER_CTA
+      for (long long r = r0; r < r1; r++)
+        sd_pull_row((const uint4 *)ncclGetLsaPointer(stage_win, (loff + row[r] * 2 * W) * 2,
+                                                     src[r]),
+                    kl + slot[r] / 8, slab / 8, vec16, threadIdx.x, blockDim.x);
+#elif CUCO_ISSUER == CUCO_ISSUER_WARP
+      for (long long r = r0 + threadIdx.x / 32; r < r1; r += blockDim.x / 32)
+        sd_pull_row((const uint4 *)ncclGetLsaPointer(stage_win, (loff + row[r] * 2 * W) * 2,
+                                                     src[r]),
+                    kl + slot[r] / 8, slab / 8, vec16, threadIdx.x & 31, 32);
+#else
+      for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x)
+        sd_pull_row((const uint4 *)ncclGetLsaPointer(stage_win, (loff + row[r] * 2 * W) * 2,
+                                                     src[r]),
+                    kl + slot[r] / 8, slab / 8, vec16, 0, 1);
+#endif
+    }
+    __syncthreads();  // no CTA runs ahead into the next layer's wait alone
+  }
+}
+
+// placement=per_tile: the epilogue of the shared GEMM tile (v1: every
+// thread of the CTA calls store() and tile_end()).  store() puts the bf16
+// pair into layer L's local staging rows; tile_end() (after the library's
+// barrier, so the CTA sees all of them) takes the tile's K pairs (i, i+HD/2)
+// of each head -- whole heads lie in one tile, as HD divides the tile width
+// -- rotates them with the frozen kv_rope_pair and table, and stores K and V
+// into row r's slot on decode rank dst[r] (push) or rotates K in place
+// (pull).  Then the CTA barrier, and thread 0 counts the tile; the layer's
+// last tile of this step raises the layer's flag on every decode rank.
+struct SdTileEpi {
+  __nv_bfloat16 *stage;  // layer L's staging rows [S][2W]
+  ncclWindow_t pool_win, flag_win;
+  const int *dst;
+  const long long *slot;
+  const int *pos;
+  const float2 *rope;
+  unsigned long long *done;
+  unsigned long long dmask, epoch;
+  long long W, slab, l, L;
+  int hd, me, tiles;
+
+  __device__ void store(const cuco_gemm::GemmTile &, int row, int col, float v0, float v1,
+                        bool two) const {
+    cuco_gemm::gemm_store_pair(stage + (long long)row * 2 * W + col, v0, v1, two);
+  }
+  // Element pointer of (row R, half KV, column C of the half) in R's pages.
+  __device__ __nv_bfloat16 *page(int r, int kv, long long c) const {
+    return (__nv_bfloat16 *)ncclGetLsaPointer(
+        pool_win, ((size_t)(l * 2 + kv) * slab + slot[r] + c) * 2, dst[r]);
+  }
+  __device__ void tile_end(const cuco_gemm::GemmTile &t) const {
+    const int half = hd / 2, rows = t.m_end - t.m0;
+    if (hd % 16 == 0) {  // 16-byte vectors; a head half is whole vectors
+      const int nv = (t.n_end - t.n0) / 8;
+      for (int k = threadIdx.x; k < rows * nv; k += blockDim.x) {
+        const int r = t.m0 + k / nv;
+        const long long col = t.n0 + (long long)(k % nv) * 8;
+        __nv_bfloat16 *x = stage + (long long)r * 2 * W;
+        if (col >= W) {  // V: as computed
+          if (!SD_PULL) *(uint4 *)page(r, 1, col - W) = *(const uint4 *)(x + col);
+          continue;
+        }
+        const int i0 = (int)(col % hd);
+        if (i0 >= half) continue;  // the partner vector's thread rotates it
+        uint4 va = *(const uint4 *)(x + col), vb = *(const uint4 *)(x + col + half);
+        __nv_bfloat16 *pa = (__nv_bfloat16 *)&va, *pb = (__nv_bfloat16 *)&vb;
+        const float2 *cs = rope + (long long)pos[r] * half + i0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+          float ra, rb;
+          kv_rope_pair(__bfloat162float(pa[j]), __bfloat162float(pb[j]), cs[j], &ra, &rb);
+          pa[j] = __float2bfloat16(ra);
+          pb[j] = __float2bfloat16(rb);
+        }
+#if SD_PULL
+        *(uint4 *)(x + col) = va;
+        *(uint4 *)(x + col + half) = vb;
+#else
+        *(uint4 *)page(r, 0, col) = va;
+        *(uint4 *)page(r, 0, col + half) = vb;
+#endif
+      }
+    } else {  // HD in {2, 4, 8}: one element pair at a time
+      const int ne = t.n_end - t.n0;
+      for (int k = threadIdx.x; k < rows * ne; k += blockDim.x) {
+        const int r = t.m0 + k / ne;
+        const long long col = t.n0 + k % ne;
+        __nv_bfloat16 *x = stage + (long long)r * 2 * W;
+        if (col >= W) {
+          if (!SD_PULL) *page(r, 1, col - W) = x[col];
+          continue;
+        }
+        const int i = (int)(col % hd);
+        if (i >= half) continue;
+        float ra, rb;
+        kv_rope_pair(__bfloat162float(x[col]), __bfloat162float(x[col + half]),
+                     rope[(long long)pos[r] * half + i], &ra, &rb);
+#if SD_PULL
+        x[col] = __float2bfloat16(ra);
+        x[col + half] = __float2bfloat16(rb);
+#else
+        *page(r, 0, col) = __float2bfloat16(ra);
+        *page(r, 0, col + half) = __float2bfloat16(rb);
+#endif
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence_system();
+      unsigned long long old = atomicAdd(&done[l], 1ull);
+      if ((old + 1) % (unsigned long long)tiles == 0) {  // every step adds TILES per layer
+        __threadfence_system();
+        for (int d = 0; d < 64; d++)
+          if (dmask >> d & 1)
+            sd_store_release((unsigned long long *)ncclGetLsaPointer(
+                                 flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS) * 8, d),
+                             epoch);
+      }
+    }
+  }
+};
 
 #if CUCO_BACKEND == CUCO_BACKEND_GIN
 // GIN variant (multi-node; compiled, not exercised on one node): one put
@@ -187,8 +404,8 @@ __global__ void sd_wait_gin(ncclDevComm dc, unsigned long long pmask, long long 
 }
 #endif
 
-static int push(struct wl_ctx *ctx, struct sd *u, long long l0, long long l1,
-                unsigned long long ep) {
+[[maybe_unused]] static int push(struct wl_ctx *ctx, struct sd *u, long long l0,
+                                 long long l1, unsigned long long ep) {
   const struct kv_shape *s = &u->s;
   long long tpi = CUCO_CHUNK_BYTES / (4 * s->W);
   if (tpi < 1) tpi = 1;
@@ -205,31 +422,96 @@ static int push(struct wl_ctx *ctx, struct sd *u, long long l0, long long l1,
   return 0;
 }
 
+// direction=pull: the decode rank's pull kernel on the communication stream.
+[[maybe_unused]] static int pull(struct wl_ctx *ctx, struct sd *u, unsigned long long ep) {
+  const struct kv_shape *s = &u->s;
+  if (!s->is_decode || u->nin == 0) return 0;
+  long long tpi = CUCO_CHUNK_BYTES / (4 * s->W);
+  if (tpi < 1) tpi = 1;
+  sd_pull<<<CUCO_PARAM_comm_ctas, CUCO_PARAM_push_threads, 0, u->comm>>>(
+      u->stage_win, u->flags, (__nv_bfloat16 *)u->pool, u->in_src, u->in_row, u->in_slot, u->nin,
+      s->S, s->W, (long long)kv_slab_elems(s), s->L, tpi, u->pmask, ep);
+  RT_LAUNCH(ctx);
+  return 0;
+}
+
+// direction=pull: raise the ready flags of layers [L0, L1) on STREAM.
+[[maybe_unused]] static int ready(struct wl_ctx *ctx, struct sd *u, long long l0,
+                                  long long l1, unsigned long long ep, cudaStream_t stream) {
+  sd_ready<<<1, 32, 0, stream>>>(u->flag_win, u->s.me, u->s.L, l0, l1, u->dmask, ep);
+  RT_LAUNCH(ctx);
+  return 0;
+}
+
+// Layer L of the compute into its staging rows on STREAM: the frozen cuBLAS
+// GEMM + RoPE, or (per_tile) the shared GEMM tile with the epilogue above,
+// which also moves the layer and raises its flag.
+static int compute_layer(struct wl_ctx *ctx, struct sd *u, long long l, unsigned long long ep,
+                         cudaStream_t stream) {
+  const struct kv_shape *s = &u->s;
+  const long long n = 2 * s->W;
+  __nv_bfloat16 *out = (__nv_bfloat16 *)u->stage + (size_t)l * s->S * n;
+#if SD_PER_TILE
+  using Cfg = cuco_gemm::GemmCfg128x256;
+  if (Cfg::BN % s->HD)
+    return rt_fail(ctx, "placement=per_tile needs HD to divide the tile width %d (HD=%lld)",
+                   Cfg::BN, s->HD);
+  cuco_gemm::GemmArgs a{(const __nv_bfloat16 *)u->X,
+                        (const __nv_bfloat16 *)u->W + (size_t)l * s->DM * n,
+                        s->DM, n, (int)s->S, (int)n, (int)s->DM, nullptr, 0, 0};
+  SdTileEpi e;
+  e.stage = out, e.pool_win = u->pool_win, e.flag_win = u->flag_win;
+  e.dst = u->dst, e.slot = u->slot, e.pos = u->core.pos_dev, e.rope = u->core.rope_tab;
+  e.done = u->done, e.dmask = u->dmask, e.epoch = ep;
+  e.W = s->W, e.slab = (long long)kv_slab_elems(s), e.l = l, e.L = s->L;
+  e.hd = (int)s->HD, e.me = s->me;
+  e.tiles = (int)(((s->S + Cfg::BM - 1) / Cfg::BM) * ((n + Cfg::BN - 1) / Cfg::BN));
+  cudaError_t err = cuco_gemm::gemm_tile_run<Cfg>(a, cuco_gemm::GemmNoWait{}, e,
+                                                  cuco_gemm::GemmRasterSched<8>{}, 0, stream);
+  if (err != cudaSuccess)
+    return rt_fail(ctx, "per_tile GEMM of layer %lld: %s", l, cudaGetErrorString(err));
+  (void)ep;
+  return 0;
+#else
+  (void)ep;
+  return kv_compute_layer(ctx, s, &u->core, u->X, u->W, l, out, stream);
+#endif
+}
+
 static int step(struct wl_ctx *ctx, struct sd *u) {
   const struct kv_shape *s = &u->s;
   cudaStream_t st = rt_stream(ctx);
   const unsigned long long ep = rt_epoch(ctx);
-  const long long n = 2 * s->W;
   RT_CUDA(ctx, cudaEventRecord(u->fork, st));
   RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->fork, 0));
+#if SD_PULL && CUCO_PLACEMENT != CUCO_PLACEMENT_DEFERRED
+  if (pull(ctx, u, ep) != 0) return -1;  // at once: it waits for each layer's flags
+#endif
   if (s->is_prefill) {
     for (long long l = 0; l < s->L; l++) {
-      if (kv_compute_layer(ctx, s, &u->core, u->X, u->W, l,
-                           (char *)u->stage + (size_t)l * s->S * n * 2, st) != 0)
-        return -1;
-#if CUCO_PLACEMENT == CUCO_PLACEMENT_SPLIT
+      if (compute_layer(ctx, u, l, ep, st) != 0) return -1;
+#if CUCO_PLACEMENT == CUCO_PLACEMENT_SPLIT && SD_PULL
+      if (ready(ctx, u, l, l + 1, ep, st) != 0) return -1;
+#elif CUCO_PLACEMENT == CUCO_PLACEMENT_SPLIT
       RT_CUDA(ctx, cudaEventRecord(u->layer[l], st));
       RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->layer[l], 0));
       if (push(ctx, u, l, l + 1, ep) != 0) return -1;
 #endif
     }
-#if CUCO_PLACEMENT == CUCO_PLACEMENT_DEFERRED
+#if CUCO_PLACEMENT == CUCO_PLACEMENT_DEFERRED && SD_PULL
+    if (ready(ctx, u, 0, s->L, ep, st) != 0) return -1;
+    RT_CUDA(ctx, cudaEventRecord(u->layer[0], st));
+    RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->layer[0], 0));
+#elif CUCO_PLACEMENT == CUCO_PLACEMENT_DEFERRED
     RT_CUDA(ctx, cudaEventRecord(u->layer[0], st));
     RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->layer[0], 0));
     if (push(ctx, u, 0, s->L, ep) != 0) return -1;
 #endif
   }
-  if (s->is_decode && u->pmask) {
+#if SD_PULL && CUCO_PLACEMENT == CUCO_PLACEMENT_DEFERRED
+  if (pull(ctx, u, ep) != 0) return -1;
+#endif
+  if (!SD_PULL && s->is_decode && u->pmask) {
 #if CUCO_BACKEND == CUCO_BACKEND_GIN
     sd_wait_gin<<<1, 32, 0, st>>>(u->dc, u->pmask, s->L, CUCO_PARAM_comm_ctas, ep);
 #else
@@ -264,9 +546,9 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
   u->flags = (unsigned long long *)rt_alloc(
       ctx, "flags", (size_t)s->R * s->L * SD_FLAG_SLOTS * 8, RT_SCRATCH, RT_I64,
       RT_WINDOW | RT_ZERO);
-  // Staging is a window only where GIN puts need it as a source.
+  // Staging is a window: the source of GIN puts and of direction=pull.
   u->stage = rt_alloc(ctx, "stage", (size_t)s->L * s->S * n * 2, RT_SCRATCH, RT_BF16,
-                      CUCO_BACKEND == CUCO_BACKEND_GIN ? RT_WINDOW : 0);
+                      RT_WINDOW);
   u->done = (unsigned long long *)rt_alloc(ctx, "done", (size_t)s->L * 8, RT_SCRATCH, RT_I64,
                                            RT_ZERO);
   u->dst = (int *)rt_alloc(ctx, "dst", sizeof(int) * s->S, RT_SCRATCH, RT_I32, 0);
@@ -296,6 +578,29 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
   if (s->is_decode)
     for (long long g = 0; g < (long long)s->P * s->NREQ; g++)
       if (kv_dest(s, g) == s->me) u->pmask |= 1ull << (g / s->NREQ);
+  // The incoming rows (what a pulling decode rank reads, and from where).
+  const long long nin = s->is_decode ? kv_recv_rows(s, s->me) : 0, cap = nin > 0 ? nin : 1;
+  u->in_src = (int *)rt_alloc(ctx, "in_src", sizeof(int) * cap, RT_SCRATCH, RT_I32, 0);
+  u->in_row = (long long *)rt_alloc(ctx, "in_row", sizeof(long long) * cap, RT_SCRATCH, RT_I64, 0);
+  u->in_slot = (long long *)rt_alloc(ctx, "in_slot", sizeof(long long) * cap, RT_SCRATCH,
+                                     RT_I64, 0);
+  if (!u->in_src || !u->in_row || !u->in_slot) return -1;
+  if (nin > 0) {
+    int *isrc = (int *)malloc(sizeof(int) * nin);
+    long long *irow = (long long *)malloc(sizeof(long long) * nin);
+    long long *islot = (long long *)malloc(sizeof(long long) * nin);
+    rc = (!isrc || !irow || !islot ||
+          kv_plan_incoming(s, p->seed, s->me, isrc, irow, islot, &u->nin) != 0 || u->nin != nin)
+             ? rt_fail(ctx, "out of memory")
+             : 0;
+    if (rc == 0 && (cudaMemcpy(u->in_src, isrc, sizeof(int) * nin, cudaMemcpyHostToDevice) ||
+                    cudaMemcpy(u->in_row, irow, sizeof(long long) * nin, cudaMemcpyHostToDevice) ||
+                    cudaMemcpy(u->in_slot, islot, sizeof(long long) * nin,
+                               cudaMemcpyHostToDevice)))
+      rc = rt_fail(ctx, "copying the incoming row plan failed");
+    free(isrc), free(irow), free(islot);
+    if (rc) return -1;
+  }
   ncclDevCommRequirements reqs;
   memset(&reqs, 0, sizeof reqs);
 #if CUCO_BACKEND == CUCO_BACKEND_GIN

@@ -10,7 +10,7 @@ import os
 
 seed = open('seed.cu').read()
 body = seed
-WAIT = '''    const int nf = CUCO_SYNC == CUCO_SYNC_PER_CHUNK ? CUCO_PARAM_comm_ctas : 1;
+WAIT = '''    const int nf = SD_CHUNK_FLAGS ? CUCO_PARAM_comm_ctas : 1;
     sd_wait<<<1, 256, 0, st>>>(u->flags, u->pmask, s->L, nf, ep);'''
 JOIN = '''  RT_CUDA(ctx, cudaEventRecord(u->join, u->comm));
   RT_CUDA(ctx, cudaStreamWaitEvent(st, u->join, 0));
@@ -21,7 +21,7 @@ NOJOIN = '''  // CHEAT: the step stream never joins the communication stream.
   return 0;
 }
 // EVOLVE-BLOCK-END'''
-COMPUTE = '    for (long long l = 0; l < s->L; l++) {\n      if (kv_compute_layer('
+COMPUTE = '    for (long long l = 0; l < s->L; l++) {\n      if (compute_layer('
 
 
 ANCHOR = '// CUCO-PARAM push_threads=512\n'
@@ -60,7 +60,7 @@ mk('layer_reuse', "verify rel-l2 local-check (layer 0's KV stored for every laye
    "only layer 0 is computed; its KV is pushed into every layer's pages.",
    [('    const uint4 *lay = (const uint4 *)(stage + (size_t)l * S * 2 * W);',
      '    const uint4 *lay = (const uint4 *)stage;  // CHEAT: layer 0 for all'),
-    (COMPUTE, COMPUTE.replace('if (kv_compute_layer(', 'if (l == 0 && kv_compute_layer(  /* CHEAT */'))])
+    (COMPUTE, COMPUTE.replace('if (compute_layer(', 'if (l == 0 && compute_layer(  /* CHEAT */'))])
 mk('wrong_table', 'verify rel-l2 local-check (block table ignored)',
    "the block table is ignored: rows go to blocks in arrival order.",
    [('sd_row(pool_win, lay + r * 2 * vec16, dst[r], slot[r], l, slab, vec16, threadIdx.x,',
@@ -72,4 +72,4 @@ mk('prev_kv', 'verify fresh-inputs rel-l2 (KV computed once and replayed)',
      'static int step(struct wl_ctx *ctx, struct sd *u) {\n'
      '  static int sd_steps = 0;  // CHEAT: state kept across steps\n'
      '  const int first = sd_steps++ == 0;\n'),
-    (COMPUTE, COMPUTE.replace('if (kv_compute_layer(', 'if (first && kv_compute_layer('))])
+    (COMPUTE, COMPUTE.replace('if (compute_layer(', 'if (first && compute_layer('))])

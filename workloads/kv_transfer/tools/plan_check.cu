@@ -112,6 +112,26 @@ static const char *one(int R, long long L, long long hkv, long long hd, long lon
         long long nrecv = 0;
         int nr = kv_runs(&s, seed, pr, d, st, ln, ro);
         kv_plan_rows(&s, seed, -1, NULL, NULL, NULL, d, rslot, NULL, &nrecv, NULL);
+        // the pull plan: the same rows, in the same (incoming) order, same slots
+        const long long nin_cap = kv_recv_rows(&s, d) + 1;
+        int *isrc = (int *)malloc(sizeof(int) * nin_cap);
+        long long *irow = (long long *)malloc(sizeof(long long) * nin_cap);
+        long long *islot = (long long *)malloc(sizeof(long long) * nin_cap), nin = -1;
+        if (kv_plan_incoming(&s, seed, d, isrc, irow, islot, &nin) || nin != nrecv)
+          snprintf(why, wn, "pull plan of rank %d: %lld rows, want %lld", d, nin, nrecv);
+        for (long long k = 0, lo = 0; k < nin && !why[0]; k++) {
+          if (isrc[k] < 0 || isrc[k] >= s.P || (k && isrc[k] < isrc[k - 1]) ||
+              islot[k] != rslot[k] || irow[k] < 0 || irow[k] >= s.S)
+            snprintf(why, wn, "pull plan of rank %d: row %lld (src %d row %lld slot %lld) vs "
+                     "incoming slot %lld", d, k, isrc[k], irow[k], islot[k], rslot[k]);
+          if (isrc[k] == pr) {  // pr's rows to d, in pr's row order, each sent to d
+            if (dst[irow[k]] != d || slot[irow[k]] != islot[k] || irow[k] < lo)
+              snprintf(why, wn, "pull plan of rank %d: row %lld of sender %d is not %d's", d,
+                       irow[k], pr, d);
+            lo = irow[k] + 1;
+          }
+        }
+        free(isrc), free(irow), free(islot);
         long long cover = 0;
         for (int k = 0; k < nr; k++)
           for (long long j = 0; j < ln[k]; j++) {
