@@ -14,8 +14,9 @@
 // K/V blocks are double-buffered with cp.async (the copy of block j+1 runs
 // while block j is computed); shared memory rows are XOR-swizzled so every
 // ldmatrix is bank-conflict free.  The fp32 state (acc, m, l) of the tile's
-// rows is read from global memory at the tile start and written back at the
-// end, so consecutive calls fold exactly like one call over the union of
+// rows is read from global memory at the tile start (acc and l only for
+// rows with m > -inf: a fresh state costs no acc read) and written back at
+// the end, so consecutive calls fold exactly like one call over the union of
 // their key ranges.
 //
 // State rules (what makes folding and merging exact):
@@ -37,7 +38,8 @@
 // nothing is launched): d in {64, 128}; hq, hkv >= 1; hq % hkv == 0;
 // hq <= 65535; q, k, v, state.acc, state.m, state.l non-null; q, k, v 16-byte
 // aligned (cp.async moves 16 bytes), acc 8-byte aligned; q_rows, kv_rows,
-// state_row0 >= 0; state_row0 + q_rows <= state.rows; scale finite and >= 0
+// state_row0 >= 0; q_rows <= 65535 * ATTN_Q_TILE (grid.y); state_row0 +
+// q_rows <= state.rows; |q_pos0|, |kv_pos0| <= 2^60; scale finite and >= 0
 // (0 means 1/sqrt(d)); mask one of the two kinds.
 //
 // Device entry for persistent kernels (placement=per_tile):
@@ -51,15 +53,22 @@
 // memory.  It folds query rows [q_tile*ATTN_Q_TILE, +ATTN_Q_TILE) ∩
 // [0, q_rows) of query head `head` (0 <= head < hq) exactly as attn_step does;
 // arguments must have passed attn_step_check on the host.  It contains
-// __syncthreads() (so every thread must call it, with the same arguments) and
-// ends with one, so the caller may reuse `smem` right after it returns.  The
-// kernel's registers: attn_step_tile needs up to 128 per thread (see
-// __launch_bounds__ of attn_step_kernel); launch the persistent kernel with
-// __launch_bounds__(ATTN_STEP_THREADS, 1) or (..., 2) so ptxas does not spill.
+// __syncthreads() (so every thread must call it, with the same arguments);
+// it either returns before touching `smem` (a tile with nothing to do) or
+// ends with a barrier, so the caller may reuse `smem` right after it
+// returns.  Registers: at d=128 the tile needs about 190 per thread to run
+// without spilling, so give the persistent kernel
+// __launch_bounds__(ATTN_STEP_THREADS, 1) (with (..., 2) ptxas caps it at
+// 128 and spills a little; d=64 fits 128).
 //
 // Concurrency: one call writes only the state rows [state_row0, +q_rows) of
 // every head; two calls on different streams must not touch the same state
-// rows at once.  Q, K, V are only read.
+// rows at once.  Q, K, V are only read.  Inside one persistent kernel, a
+// (tile, head) folded again by the SAME CTA needs nothing more (the tile
+// ends with a barrier); folded by ANOTHER CTA, the caller must order the two
+// (a release/acquire flag with a fence, as with any global data).  Each
+// thread reads and writes its own rows' acc fragments; m and l are written
+// by one lane of each quad and read by all four.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -72,6 +81,44 @@
 #define ATTN_STEP_THREADS 256
 #define ATTN_Q_TILE 128
 #define ATTN_KV_TILE 64
+// CTAs per SM that attn_step's d=128 kernel is compiled for (launch bounds):
+// 1 = up to 255 registers (ptxas uses about 200, no spill); 2 = 128
+// registers (a small spill, twice the warps per SM).  Which is faster is for
+// tests/gpu/attn_step.sh to measure (it builds both); d=64 always uses 2.
+#ifndef ATTN_STEP_MIN_BLOCKS_D128
+#define ATTN_STEP_MIN_BLOCKS_D128 1
+#endif
+
+// ---------------------------------------------------------------------------
+// Primitives.  On the device: PTX (the same instructions as gemm_tile.cuh's
+// v1).  A host program that defines CUCO_ATTN_EMU before including this
+// header gets the tile code as host functions whose primitives call the
+// cuco_attn_emu:: functions it defines (tests/cli/attn_step_emu.cu: 256
+// fibers per CTA, warp-collective ldmatrix/mma/shuffle by the PTX fragment
+// layouts), so the kernel's own index math runs on a CPU.  Without
+// CUCO_ATTN_EMU nothing of this exists on the host.
+
+#ifdef CUCO_ATTN_EMU
+#define CUCO_ATTN_FN __host__ __device__ __forceinline__
+namespace cuco_attn_emu {
+int tid();
+void sync_cta();
+float shfl_xor(float v, int mask);
+void cp_async16(void *dst, const void *src, int bytes);
+void cp_async_commit();
+void cp_async_wait(int n);
+void ldmatrix_x4(unsigned (&r)[4], const void *p, bool trans);
+void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1);
+}  // namespace cuco_attn_emu
+#else
+#define CUCO_ATTN_FN __device__ __forceinline__
+#endif
+
+#if defined(__CUDA_ARCH__) || !defined(CUCO_ATTN_EMU)
+#define CUCO_ATTN_DEV 1  // this pass compiles the PTX side
+#else
+#define CUCO_ATTN_DEV 0
+#endif
 
 namespace cuco_attn {
 
@@ -81,58 +128,110 @@ constexpr int kBN = ATTN_KV_TILE;  // keys per block
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-// ---------------------------------------------------------------------------
-// PTX wrappers (the same instructions as gemm_tile.cuh's v1).
+CUCO_ATTN_FN int tid() {
+#if CUCO_ATTN_DEV
+  return threadIdx.x;
+#else
+  return cuco_attn_emu::tid();
+#endif
+}
+CUCO_ATTN_FN void sync_cta() {
+#if CUCO_ATTN_DEV
+  __syncthreads();
+#else
+  cuco_attn_emu::sync_cta();
+#endif
+}
+CUCO_ATTN_FN float shfl_xor(float v, int mask) {
+#if CUCO_ATTN_DEV
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+#else
+  return cuco_attn_emu::shfl_xor(v, mask);
+#endif
+}
 
+#if CUCO_ATTN_DEV
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
+#endif
 
-// 16-byte async copy; `bytes` (0 or 16 here) are read from src, the rest of
-// the 16 are zero-filled.  With bytes == 0 nothing is read from src.
-__device__ __forceinline__ void cp_async16(unsigned dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(bytes)
+// 16-byte async copy to shared memory; `bytes` (0 or 16 here) are read from
+// src, the rest of the 16 are zero-filled.  With bytes == 0 nothing is read.
+// The destination is element `off` of the shared array at `base` (the
+// 32-bit shared address of base is loop-invariant, the offset is not).
+CUCO_ATTN_FN void cp_async16(__nv_bfloat16 *base, int off, const void *src, int bytes) {
+#if CUCO_ATTN_DEV
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(base) + off * 2),
+               "l"(src), "r"(bytes)
                : "memory");
+#else
+  cuco_attn_emu::cp_async16(base + off, src, bytes);
+#endif
 }
-__device__ __forceinline__ void cp_async_commit() {
+CUCO_ATTN_FN void cp_async_commit() {
+#if CUCO_ATTN_DEV
   asm volatile("cp.async.commit_group;\n" ::: "memory");
+#else
+  cuco_attn_emu::cp_async_commit();
+#endif
 }
 template <int N>
-__device__ __forceinline__ void cp_async_wait() {
+CUCO_ATTN_FN void cp_async_wait() {
+#if CUCO_ATTN_DEV
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#else
+  cuco_attn_emu::cp_async_wait(N);
+#endif
 }
 
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+// Four 8x8 b16 matrices from element `off` of the shared array at `base`
+// (each lane gives the address of one row).
+CUCO_ATTN_FN void ldmatrix_x4(unsigned (&r)[4], const __nv_bfloat16 *base, int off) {
+#if CUCO_ATTN_DEV
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
+               : "r"(smem_addr(base) + off * 2));
+#else
+  cuco_attn_emu::ldmatrix_x4(r, base + off, false);
+#endif
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
+CUCO_ATTN_FN void ldmatrix_x4_trans(unsigned (&r)[4], const __nv_bfloat16 *base, int off) {
+#if CUCO_ATTN_DEV
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
+               : "r"(smem_addr(base) + off * 2));
+#else
+  cuco_attn_emu::ldmatrix_x4(r, base + off, true);
+#endif
 }
 
 // D = A*B + D, m16n8k16, A row-major / B column-major fragments.
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0,
-                                         unsigned b1) {
+CUCO_ATTN_FN void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#if CUCO_ATTN_DEV
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
       "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  cuco_attn_emu::mma_bf16(d, a, b0, b1);
+#endif
 }
 
 // 2^x (MUFU.EX2; 2^-inf = +0).
-__device__ __forceinline__ float ex2(float x) {
+CUCO_ATTN_FN float ex2(float x) {
+#if CUCO_ATTN_DEV
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+#else
+  return exp2f(x);
+#endif
 }
 
 // Two floats as one register of two bf16 (lo in the low half).
-__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
+CUCO_ATTN_FN unsigned pack_bf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<unsigned *>(&v);
 }
@@ -141,21 +240,31 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
 // D/8 >= 8 chunks).  8 consecutive rows read at one logical chunk land in 8
 // different 16-byte bank groups.
 template <int D>
-__device__ __forceinline__ int swz(int row, int chunk) {
+CUCO_ATTN_FN int swz(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);
+}
+
+// swz(row, c + b) split for the ldmatrix loops, where c is even and known at
+// compile time after unrolling and b in {0, 1} is per lane: with x = row & 7,
+//   swz(row, c + b) = rowoff + ((c & ~6) + ((c & 6) ^ (x & 6))) * 8,
+//   rowoff = row * D + ((b ^ x) & 1) * 8.
+// The per-lane part is then one register per operand (plus x & 6) instead of
+// one precomputed offset per unrolled step (which made ptxas spill).
+CUCO_ATTN_FN int swz_c(int rowoff, int x6, int c) {
+  return rowoff + (((c & ~6) + ((c & 6) ^ x6)) << 3);
 }
 
 // Copy `rows` rows of D bf16 (global row stride `ld` elements, valid rows
 // [0, valid)) into a swizzled smem tile; rows >= valid are zero-filled.
 template <int D, int ROWS>
-__device__ __forceinline__ void load_rows(__nv_bfloat16 *s, const __nv_bfloat16 *g, long long ld,
+CUCO_ATTN_FN void load_rows(__nv_bfloat16 *s, const __nv_bfloat16 *g, long long ld,
                                           int valid) {
   constexpr int kChunks = D / 8;
   constexpr int kPer = ROWS * kChunks / kThreads;
   static_assert((ROWS * kChunks) % kThreads == 0, "tile chunks must split evenly");
 #pragma unroll
   for (int j = 0; j < kPer; j++) {
-    int i = threadIdx.x + j * kThreads;
+    int i = tid() + j * kThreads;
     int r = i / kChunks, c = i % kChunks;
     const __nv_bfloat16 *src = g;
     int bytes = 0;
@@ -163,13 +272,13 @@ __device__ __forceinline__ void load_rows(__nv_bfloat16 *s, const __nv_bfloat16 
       src = g + (long long)r * ld + c * 8;
       bytes = 16;
     }
-    cp_async16(smem_addr(s + swz<D>(r, c)), src, bytes);
+    cp_async16(s, swz<D>(r, c), src, bytes);
   }
 }
 
 // Last key index (relative to the range) visible to query row i (relative),
 // clamped to [-1, kv_rows - 1]; -1 = the row sees nothing.
-__device__ __forceinline__ int row_lim(const attn_step_args &a, int i) {
+CUCO_ATTN_FN int row_lim(const attn_step_args &a, int i) {
   long long lim = a.kv_rows - 1;
   if (a.mask == ATTN_MASK_CAUSAL) {
     long long c = a.q_pos0 + i - a.kv_pos0;  // key j visible iff j <= c
@@ -182,14 +291,14 @@ __device__ __forceinline__ int row_lim(const attn_step_args &a, int i) {
 // The tile: 8 warps x 16 query rows, D in {64, 128}.
 
 template <int D>
-__device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, int head,
+CUCO_ATTN_FN void step_tile(const attn_step_args &a, int q_tile, int head,
                                           void *smem_raw) {
   constexpr int kDK = D / 16;    // k-steps of S = Q K^T
   constexpr int kNS = kBN / 8;   // n8 fragments of S per warp (8)
   constexpr int kND = D / 8;     // n8 fragments of the output per warp
   constexpr int kKV = kBN * D;   // elements of one K (or V) block
 
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int lane = tid() & 31, warp = tid() >> 5;
   const int hq = a.shape.hq, hkv = a.shape.hkv;
   const int kvh = head / (hq / hkv);
   const int row0 = q_tile * kBM;  // first query row of the tile
@@ -240,23 +349,36 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
     long long srow = (long long)a.state_row0 + qi[r];
     m_run[r] = -INFINITY;
     l_run[r] = 0.f;
-    if (live[r]) {
-      m_run[r] = a.state.m[(long long)head * srows + srow];
-      // The sum is kept per thread (partial over this thread's columns) and
-      // reduced over the quad at the end: give the old sum to one lane.
-      l_run[r] = t4 == 0 ? a.state.l[(long long)head * srows + srow] : 0.f;
-    }
+    if (live[r]) m_run[r] = a.state.m[(long long)head * srows + srow];
+    // A row that has seen nothing (m = -inf) starts from l = 0, acc = 0
+    // without reading them: the fold would scale them by 2^-inf = 0 anyway,
+    // and a first call skips reading the whole fp32 acc.
+    const bool has = m_run[r] != -INFINITY;
+    // The sum is kept per thread (partial over this thread's columns) and
+    // reduced over the quad at the end: give the old sum to one lane.
+    if (has && t4 == 0) l_run[r] = a.state.l[(long long)head * srows + srow];
     const float *pa = a.state.acc + (srow * hq + head) * D + t4 * 2;
 #pragma unroll
     for (int n = 0; n < kND; n++) {
       float2 v = make_float2(0.f, 0.f);
-      if (live[r]) v = *reinterpret_cast<const float2 *>(pa + n * 8);
+      if (has) v = *reinterpret_cast<const float2 *>(pa + n * 8);
       acc[n][r * 2] = v.x;
       acc[n][r * 2 + 1] = v.y;
     }
   }
 
-  float scale = a.shape.scale > 0.f ? a.shape.scale : rsqrtf((float)D);
+  // ldmatrix row offsets (see swz_c); every operand's rows have row & 7 ==
+  // lane & 7.  Q: rows warp*16 + lane%16, chunk 2kk + lane/16.  K (the B
+  // operand, col-major = K rows): matrices (keys n*8+0..7, chunk 2kk),
+  // (same keys, 2kk+1), (keys n*8+8..15, 2kk), (those, 2kk+1), so lane l
+  // addresses key n*8 + l%8 + 8*(l/16), chunk 2kk + (l/8)%2.  V (.trans):
+  // rows kk*16 + lane%16, chunk n + lane/16.
+  const int x = lane & 7, x6 = lane & 6;
+  const int offQ = (warp * 16 + (lane & 15)) * D + ((((lane >> 4) ^ x) & 1) << 3);
+  const int offK = (x + ((lane >> 4) << 3)) * D + ((((lane >> 3) ^ x) & 1) << 3);
+  const int offV = (lane & 15) * D + ((((lane >> 4) ^ x) & 1) << 3);
+
+  float scale = a.shape.scale > 0.f ? a.shape.scale : 1.f / sqrtf((float)D);
   const float sl2 = scale * kLog2e;
 
   for (int blk = 0; blk < nblk; blk++) {
@@ -265,7 +387,7 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
     if (blk + 1 < nblk) load_kv((blk + 1) & 1, blk + 1);
     cp_async_commit();
     cp_async_wait<1>();  // all but the newest group: Q and block blk landed
-    __syncthreads();
+    sync_cta();
 
     const __nv_bfloat16 *sK = sKV + (blk & 1) * 2 * kKV;
     const __nv_bfloat16 *sV = sK + kKV;
@@ -279,14 +401,13 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
 #pragma unroll
     for (int kk = 0; kk < kDK; kk++) {
       unsigned qf[4];
-      ldmatrix_x4(qf, smem_addr(sQ + swz<D>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4))));
+      ldmatrix_x4(qf, sQ, swz_c(offQ, x6, kk * 2));
 #pragma unroll
       for (int n = 0; n < kNS; n += 2) {
         // matrices: keys n*8+0..7 / d chunk 2kk, same keys / 2kk+1, keys
         // n*8+8..15 / 2kk, those keys / 2kk+1  ->  b[n][0], b[n][1], b[n+1][0..1]
         unsigned kf[4];
-        int key = n * 8 + (lane & 7) + ((lane >> 4) << 3);
-        ldmatrix_x4(kf, smem_addr(sK + swz<D>(key, kk * 2 + ((lane >> 3) & 1))));
+        ldmatrix_x4(kf, sK, swz_c(offK + n * 8 * D, x6, kk * 2));
         mma_bf16(s[n], qf, kf[0], kf[1]);
         mma_bf16(s[n + 1], qf, kf[2], kf[3]);
       }
@@ -309,8 +430,8 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
       float mx = -INFINITY;
 #pragma unroll
       for (int n = 0; n < kNS; n++) mx = fmaxf(mx, fmaxf(s[n][r * 2], s[n][r * 2 + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      mx = fmaxf(mx, shfl_xor(mx, 1));
+      mx = fmaxf(mx, shfl_xor(mx, 2));
       // mx is a raw score (or -inf); the state is in log2 units.
       float m_new = fmaxf(m_run[r], mx * sl2);
       alpha[r] = m_new == m_run[r] ? 1.f : ex2(m_run[r] - m_new);
@@ -349,12 +470,12 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
         // matrices: keys 0-7 / d chunk n, keys 8-15 / n, keys 0-7 / n+1,
         // keys 8-15 / n+1 (transposed)  ->  b[n][0], b[n][1], b[n+1][0..1]
         unsigned vf[4];
-        ldmatrix_x4_trans(vf, smem_addr(sV + swz<D>(kk * 16 + (lane & 15), n + (lane >> 4))));
+        ldmatrix_x4_trans(vf, sV, swz_c(offV + kk * 16 * D, x6, n));
         mma_bf16(acc[n], pf, vf[0], vf[1]);
         mma_bf16(acc[n + 1], pf, vf[2], vf[3]);
       }
     }
-    __syncthreads();  // every warp is done with this stage before it is refilled
+    sync_cta();  // every warp is done with this stage before it is refilled
   }
   cp_async_wait<0>();  // the last (empty) group; nothing is in flight on return
 
@@ -362,8 +483,8 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    l += shfl_xor(l, 1);
+    l += shfl_xor(l, 2);
     if (!live[r]) continue;
     long long srow = (long long)a.state_row0 + qi[r];
     if (t4 == 0) {
@@ -375,11 +496,11 @@ __device__ __forceinline__ void step_tile(const attn_step_args &a, int q_tile, i
     for (int n = 0; n < kND; n++)
       *reinterpret_cast<float2 *>(pa + n * 8) = make_float2(acc[n][r * 2], acc[n][r * 2 + 1]);
   }
-  __syncthreads();  // smem may be reused by the caller
+  sync_cta();  // smem may be reused by the caller
 }
 
 template <int D>
-__global__ void __launch_bounds__(kThreads, D == 128 ? 1 : 2) step_kernel(attn_step_args a) {
+__global__ void __launch_bounds__(kThreads, D == 128 ? ATTN_STEP_MIN_BLOCKS_D128 : 2) step_kernel(attn_step_args a) {
   extern __shared__ __align__(128) unsigned char attn_smem[];
   // x: head (heads sharing a KV head run side by side, sharing K/V in L2);
   // y: Q tile, the longest (last under a causal mask) first.
@@ -399,48 +520,56 @@ __global__ void init_kernel(attn_state st, long long n_ml, long long n_acc) {
   }
 }
 
-// dst <- merge(dst, src): one warp per (row, head), lanes over d.
-__global__ void merge_kernel(attn_state dst, attn_state src, int hq, int d) {
-  long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  int lane = threadIdx.x & 31;
-  if (w >= (long long)dst.rows * hq) return;
-  long long row = w / hq;
-  int h = (int)(w % hq);
-  long long iml_d = (long long)h * dst.rows + row, iml_s = (long long)h * src.rows + row;
-  float md = dst.m[iml_d], ms = src.m[iml_s];
-  float m = fmaxf(md, ms);
-  if (m == -INFINITY || ms == -INFINITY) return;  // src saw nothing: dst untouched
-  // A dst row that saw nothing takes src as is (its acc and l are not read,
-  // so they cannot turn into NaN through 0 * garbage).
-  bool fresh = md == -INFINITY;
-  float ad = md == m ? 1.f : ex2(md - m);
+// dst <- merge(dst, src) for one (row, head): its m, l and acc[0, d), by
+// `lanes` threads (this is `lane`) that split acc.  A src row that saw
+// nothing leaves dst untouched; a dst row that saw nothing takes src as is
+// (its acc and l are not read, so they cannot turn into NaN via 0 * garbage).
+CUCO_ATTN_FN void merge_row(float *md, float *ld, float *accd, float ms, float ls,
+                            const float *accs, int d, int lane, int lanes) {
+  float mo = *md;
+  float m = fmaxf(mo, ms);
+  if (m == -INFINITY || ms == -INFINITY) return;
+  bool fresh = mo == -INFINITY;
+  float ad = mo == m ? 1.f : ex2(mo - m);
   float as = ms == m ? 1.f : ex2(ms - m);
-  float *ac = dst.acc + (row * hq + h) * d;
-  const float *sc = src.acc + (row * hq + h) * d;
-  for (int i = lane; i < d; i += 32) ac[i] = (fresh ? 0.f : ac[i] * ad) + sc[i] * as;
+  for (int i = lane; i < d; i += lanes) accd[i] = (fresh ? 0.f : accd[i] * ad) + accs[i] * as;
   if (lane == 0) {
-    dst.l[iml_d] = (fresh ? 0.f : dst.l[iml_d] * ad) + src.l[iml_s] * as;
-    dst.m[iml_d] = m;
+    *ld = (fresh ? 0.f : *ld * ad) + ls * as;
+    *md = m;
   }
 }
 
-// O = acc / l (bf16), LSE = (m + log2 l) ln 2; a row that saw nothing: 0, -inf.
+// O = acc / l (bf16, may be null) and LSE = (m + log2 l) ln 2 (may be null)
+// of one (row, head), by `lanes` threads; a row that saw nothing: 0, -inf.
+CUCO_ATTN_FN void finalize_row(float m, float l, const float *acc, int d, __nv_bfloat16 *o,
+                               float *lse, int lane, int lanes) {
+  bool seen = m != -INFINITY && l > 0.f;
+  float inv = seen ? 1.f / l : 0.f;
+  if (o)
+    for (int i = lane; i < d; i += lanes) o[i] = __float2bfloat16_rn(seen ? acc[i] * inv : 0.f);
+  if (lse && lane == 0) *lse = seen ? (m + log2f(l)) * kLn2 : -INFINITY;
+}
+
+// One warp per (row, head), lanes over d.
+__global__ void merge_kernel(attn_state dst, attn_state src, int hq, int d) {
+  long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  if (w >= (long long)dst.rows * hq) return;
+  long long row = w / hq;
+  int h = (int)(w % hq);
+  long long id = (long long)h * dst.rows + row, is = (long long)h * src.rows + row;
+  merge_row(dst.m + id, dst.l + id, dst.acc + (row * hq + h) * d, src.m[is], src.l[is],
+            src.acc + (row * hq + h) * d, d, threadIdx.x & 31, 32);
+}
+
 __global__ void finalize_kernel(attn_state st, int hq, int d, __nv_bfloat16 *o, float *lse) {
   long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  int lane = threadIdx.x & 31;
   if (w >= (long long)st.rows * hq) return;
   long long row = w / hq;
   int h = (int)(w % hq);
   long long iml = (long long)h * st.rows + row;
-  float m = st.m[iml], l = st.l[iml];
-  bool seen = m != -INFINITY && l > 0.f;
-  float inv = seen ? 1.f / l : 0.f;
-  if (o) {
-    const float *ac = st.acc + (row * hq + h) * d;
-    __nv_bfloat16 *po = o + (row * hq + h) * d;
-    for (int i = lane; i < d; i += 32) po[i] = __float2bfloat16_rn(seen ? ac[i] * inv : 0.f);
-  }
-  if (lse && lane == 0) lse[iml] = seen ? (m + log2f(l)) * kLn2 : -INFINITY;
+  finalize_row(st.m[iml], st.l[iml], st.acc + (row * hq + h) * d, d,
+               o ? o + (row * hq + h) * d : nullptr, lse ? lse + iml : nullptr,
+               threadIdx.x & 31, 32);
 }
 
 inline bool misaligned(const void *p, uintptr_t a) {
@@ -478,6 +607,7 @@ inline cudaError_t attn_step_check(const attn_step_args *a) {
   if (misaligned(a->q, 16) || misaligned(a->k, 16) || misaligned(a->v, 16))
     return cudaErrorInvalidValue;
   if (a->q_rows < 0 || a->kv_rows < 0 || a->state_row0 < 0) return cudaErrorInvalidValue;
+  if (a->q_rows > 65535 * ATTN_Q_TILE) return cudaErrorInvalidValue;  // grid.y
   if (bad_state(a->state, s.hq, s.d)) return cudaErrorInvalidValue;
   if ((long long)a->state_row0 + a->q_rows > a->state.rows) return cudaErrorInvalidValue;
   // Positions: q_pos0 + q_rows and kv_pos0 + kv_rows must not overflow.
@@ -513,7 +643,6 @@ inline cudaError_t attn_step(const attn_step_args *a, cudaStream_t stream) {
   if (e != cudaSuccess) return e;
   int tiles = attn_step_q_tiles(a->q_rows);
   if (tiles == 0 || a->kv_rows == 0) return cudaSuccess;  // nothing to fold
-  if (tiles > 65535) return cudaErrorInvalidValue;
   size_t smem = attn_step_smem_bytes(a->shape.d);
   auto kernel = a->shape.d == 128 ? step_kernel<128> : step_kernel<64>;
   // The attribute once per device and d (a host call per step would show in

@@ -84,3 +84,12 @@ struct attn_step_args {
 // Device entry for persistent (placement=per_tile) kernels, documented in
 // attn_step.cuh: one CTA folds one Q tile of one query head against a KV
 // range, `attn_step_tile(a, q_tile, head, smem)`, with the same state rules.
+//
+// Completing the calls above (added with the implementation; nothing above
+// changed): attn_state_merge needs dst.rows == src.rows; attn_finalize takes
+// o or lse as NULL (not both); q, k, v must be 16-byte aligned and acc
+// 8-byte aligned; hq <= 65535; q_rows <= 65535 * ATTN_Q_TILE.  Also in
+// attn_step.cuh: attn_step_check(&a) (the validation alone, launches
+// nothing), attn_step_q_tiles(q_rows), and the constants ATTN_STEP_THREADS
+// (256, the block size attn_step_tile needs), ATTN_Q_TILE (128 query rows
+// per tile), ATTN_KV_TILE (64 keys per block).
