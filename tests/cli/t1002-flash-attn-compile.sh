@@ -73,9 +73,21 @@ fi
 INC=(-I"$ROOT/runtime" -I"$WL")
 [ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
 NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
+# Two compilers at a time (CI has 2 cores); results are collected in order.
+nj=0
 cc() {  # NAME SRC [FLAGS...]
   local name=$1 src=$2; shift 2
-  expect_rc "$name compiles" 0 "${NV[@]}" "$@" -c "$src" -o "$TMP/o.o"
+  nj=$((nj + 1))
+  echo "$name" >"$TMP/cc.$nj.name"
+  ("${NV[@]}" "$@" -c "$src" -o "$TMP/cc.$nj.o" >"$TMP/cc.$nj.log" 2>&1; echo $? >"$TMP/cc.$nj.rc") &
+  while [ "$(jobs -rp | wc -l)" -ge 2 ]; do sleep 0.2; done
+}
+cc_collect() {
+  wait
+  for i in $(seq 1 "$nj"); do
+    if [ "$(cat "$TMP/cc.$i.rc" 2>/dev/null)" = 0 ]; then ok "$(cat "$TMP/cc.$i.name") compiles"
+    else not_ok "$(cat "$TMP/cc.$i.name") compiles" "$(head -c 500 "$TMP/cc.$i.log")"; fi
+  done
 }
 cc "reference.cu" "$WL/reference.cu"
 cc "baseline.cu (A)" "$WL/baseline.cu"
@@ -94,6 +106,7 @@ cc "seed.cu in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS
 cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
 cc "cheats/stale_slot.cu in virtual-rank mode" "$WL/cheats/stale_slot.cu" -DCUCO_VRANKS
 cc "tools/plan_check.cu" "$WL/tools/plan_check.cu"
+cc_collect
 
 # --- the runtime's RT_EXP_ANY class, on the CPU ---
 cat >"$TMP/any.cu" <<'EOT'
