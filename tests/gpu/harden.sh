@@ -13,7 +13,8 @@
 # verification of timed steps is shown in bench mode (counted_steps).
 # Controls: the honest seed and baseline pass with everything on.
 #
-#   OUT=/tmp/out bash tests/gpu/harden.sh        (from the repo root; ~3 min)
+#   OUT=/tmp/out bash tests/gpu/harden.sh   (from the repo root; about 5 min:
+#   ~50 nvcc compiles on all cores, then 31 short runs)
 #
 # Writes under $OUT (4 files): harden.json (per mechanism: cheat, on/off
 # runs, verdict; the controls; all_ok), summary.md, runs.log, build.log.
