@@ -60,6 +60,9 @@ fi
 INC=(-I"$ROOT/runtime" -I"$WL")
 [ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
 NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}" -diag-suppress 177)
+expect_rc "seed.cu refuses placement=per_tile (not implemented)" 1 \
+  "${NV[@]}" -DCUCO_PLACEMENT=2 -c "$WL/seed.cu" -o "$TMP/pt.o"
+expect_grep "per_tile refusal names the reason" "$TMP/err" "only placement=deferred is implemented"
 jobs_list=()
 cc() {  # NAME SRC [FLAGS...]: compile in the background, two at a time
   local name=$1 src=$2 i=${#jobs_list[@]}; shift 2
