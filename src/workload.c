@@ -299,6 +299,10 @@ static int load_workload_key(struct workload *w, const struct config_entry *en,
                      v);
     snprintf(w->name, sizeof(w->name), "%s", v);
   } else if (!strcmp(k, "description")) {
+    if (strlen(v) >= sizeof(w->description))
+      return err_set(e, ERR_CONFIG,
+                     "%s: description is %zu characters, at most %zu",
+                     en->origin, strlen(v), sizeof(w->description) - 1);
     snprintf(w->description, sizeof(w->description), "%s", v);
   } else if (!strcmp(k, "kind")) {
     if (!strcmp(v, "runtime"))

@@ -159,6 +159,18 @@ static void test_load_bad(void **state)
   expect_bad("reference   = reference.cu\n", "", "reference is missing");
   expect_bad("verify = small_a, small_b\n", "", "verify is missing");
   expect_bad("[sizes]", "[sizes]\nsmall_a = M=1\n", "repeated size name");
+  {
+    /* 6 continuation lines of 99: over the 511 the description may hold */
+    char longd[1024] = "description = d";
+    for (int i = 0; i < 6; i++)
+      snprintf(longd + strlen(longd), sizeof(longd) - strlen(longd),
+               "\n  %098d", i);
+    expect_bad("description = One line used in prompts.", longd,
+               "workload.ini:3: description is 595 characters, at most 511");
+    snprintf(longd, sizeof(longd), "description = %0250d", 1);
+    expect_bad("description = One line used in prompts.", longd,
+               "workload.ini:3: line longer than");
+  }
 }
 
 static void test_missing_file(void **state)
