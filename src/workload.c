@@ -353,6 +353,20 @@ static int load_workload_key(struct workload *w, const struct config_entry *en,
                        tok[i]);
       snprintf(w->libs[w->nlibs++], WORKLOAD_NAME, "%s", tok[i]);
     }
+  } else if (!strcmp(k, "forbid")) {
+    n = split_list(v, tok, LIST_MAX);
+    if (n < 0 || n > WORKLOAD_MAX_FORBID)
+      return err_set(e, ERR_CONFIG, "%s: more than %d forbidden names",
+                     en->origin, WORKLOAD_MAX_FORBID);
+    w->nforbid = 0;
+    for (i = 0; i < n; i++) {
+      if (!*tok[i] && n == 1)
+        break;
+      if (!config_is_ident(tok[i]) || strlen(tok[i]) >= WORKLOAD_NAME)
+        return err_set(e, ERR_CONFIG, "%s: forbid: '%s' is not an identifier",
+                       en->origin, tok[i]);
+      snprintf(w->forbid[w->nforbid++], WORKLOAD_NAME, "%s", tok[i]);
+    }
   } else {
     return err_set(e, ERR_CONFIG, "%s: unknown key '%s' in [workload]",
                    en->origin, k);
