@@ -536,6 +536,54 @@ int candidate_check_forbidden(const char *code, int device, struct err *e)
   return 0;
 }
 
+/* Whether the cleaned region [a, b) of CODE uses one of NAMES. */
+static int names_in_region(const char *code, size_t a, size_t b,
+                           const char *const *names, int n, const char *why,
+                           struct err *e)
+{
+  char *clean = malloc(b - a + 1);
+  size_t i;
+  int rc = 0, k;
+
+  if (!clean)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  lex_clean(code, a, b, clean);
+  for (i = 0; i < b - a && !rc; i++) {
+    size_t len = 0;
+    if (!ident_char(clean[i]) || (i > 0 && ident_char(clean[i - 1])))
+      continue;
+    while (i + len < b - a && ident_char(clean[i + len]))
+      len++;
+    for (k = 0; k < n; k++)
+      if (strlen(names[k]) == len && !strncmp(names[k], clean + i, len)) {
+        rc = err_set(e, ERR_CHECK, "line %d: forbidden use of '%s' (%s)",
+                     line_at(code, a + i), names[k], why);
+        break;
+      }
+    i += len - 1;
+  }
+  free(clean);
+  return rc;
+}
+
+int candidate_check_names(const char *code, const char *const *names, int n,
+                          const char *why, struct err *e)
+{
+  struct candidate_blocks bl;
+  int i;
+
+  if (n <= 0)
+    return 0;
+  if (candidate_blocks(code, &bl, e))
+    return ERR_CHECK;
+  if (bl.n == 0)
+    return names_in_region(code, 0, strlen(code), names, n, why, e);
+  for (i = 0; i < bl.n; i++)
+    if (names_in_region(code, bl.b[i].start, bl.b[i].end, names, n, why, e))
+      return ERR_CHECK;
+  return 0;
+}
+
 /* Each candidate block must open and close as many braces as the seed's
  * block does: a block may not capture frozen code into another scope. */
 static int check_braces(const char *seed, const char *cand, struct err *e)

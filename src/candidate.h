@@ -62,6 +62,15 @@ int candidate_check_frozen(const char *seed, const char *cand,
 int candidate_check_forbidden(const char *code, int device,
                               struct err *e) WARN_UNUSED;
 
+/* Names a workload forbids in its candidates (workload.ini `forbid`: the
+ * frozen helpers that would hand a candidate the answer, e.g. the host copy
+ * of an input it must receive by communicating): any use of one of the N
+ * identifiers NAMES inside an EVOLVE block (in the whole code when there is
+ * none), outside comments and literals, is ERR_CHECK "line N: forbidden use
+ * of 'NAME' (WHY)".  0 when none is used. */
+int candidate_check_names(const char *code, const char *const *names, int n,
+                          const char *why, struct err *e) WARN_UNUSED;
+
 /* The size cap, NUL bytes and valid markers; then frozen text against
  * seed (when seed != NULL) and forbidden calls.  The first failure is
  * returned (ERR_CHECK or ERR_TOOBIG). */

@@ -68,14 +68,21 @@ int config_set(struct config *c, const char *section, const char *key,
 
 /* Debian's inih is built without line numbers in the handler, so we feed
  * it through ini_parse_stream with a reader that counts lines: the handler
- * always runs for the line read last. */
+ * always runs for the line read last.  The reader also sees what inih
+ * hides: a line longer than inih's fixed buffer (it would be cut, and the
+ * rest parsed as a line of its own, possibly a bogus key), and whether a
+ * line is indented (a continuation of the previous value). */
 struct load_ctx {
   struct config *c;
   const char *name;
   int oom;
   int line;
-  FILE *f;          /* file source, or */
-  const char *text; /* string source */
+  int too_long; /* line number of a line over inih's limit, or 0 */
+  int limit;    /* the longest line inih takes, in characters */
+  int indented; /* the line read last starts with a blank */
+  struct config_entry *last; /* the entry the previous value went to */
+  FILE *f;                   /* file source, or */
+  const char *text;          /* string source */
 };
 
 static char *read_line(char *str, int num, void *stream)
@@ -86,11 +93,19 @@ static char *read_line(char *str, int num, void *stream)
   if (lc->f) {
     if (!fgets(str, num, lc->f))
       return NULL;
+    n = strlen(str);
+    if (n == (size_t)num - 1 && str[n - 1] != '\n' && !feof(lc->f)) {
+      int ch = fgetc(lc->f); /* exactly full and the newline is next? */
+      if (ch != '\n' && ch != EOF)
+        goto too_long;
+    }
   } else {
     if (!*lc->text || num < 2)
       return NULL;
     while (lc->text[n] && lc->text[n] != '\n' && n < (size_t)num - 2)
       n++;
+    if (lc->text[n] && lc->text[n] != '\n')
+      goto too_long;
     if (lc->text[n] == '\n')
       n++;
     memcpy(str, lc->text, n);
@@ -98,7 +113,31 @@ static char *read_line(char *str, int num, void *stream)
     lc->text += n;
   }
   lc->line++;
+  lc->indented = str[0] == ' ' || str[0] == '\t';
   return str;
+
+too_long:
+  lc->line++;
+  lc->too_long = lc->line;
+  lc->limit = num - 2;
+  return NULL; /* ends the parse; parse_result names the line */
+}
+
+/* An indented line after KEY = VALUE continues that value: inih hands it
+ * to us as another value of the same key; join it with a space. */
+static int append_value(struct config_entry *en, const char *more)
+{
+  size_t a = strlen(en->value), b = strlen(more);
+  char *v = malloc(a + b + 2);
+
+  if (!v)
+    return ERR_NOMEM;
+  memcpy(v, en->value, a);
+  v[a] = ' ';
+  memcpy(v + a + 1, more, b + 1);
+  free((char *)en->value);
+  en->value = v;
+  return 0;
 }
 
 static int on_value(void *user, const char *section, const char *name,
@@ -107,13 +146,24 @@ static int on_value(void *user, const char *section, const char *name,
   struct load_ctx *lc = user;
   char origin[512];
 
-  if (!name) /* a bare [section] line */
+  if (!name) { /* a bare [section] line */
+    lc->last = NULL;
     return 1;
+  }
+  if (lc->indented && lc->last && !strcmp(lc->last->key, name) &&
+      !strcmp(lc->last->section, section ? section : "")) {
+    if (append_value(lc->last, value)) {
+      lc->oom = 1;
+      return 0;
+    }
+    return 1;
+  }
   snprintf(origin, sizeof(origin), "%s:%d", lc->name, lc->line);
   if (config_set(lc->c, section, name, value, origin)) {
     lc->oom = 1;
     return 0;
   }
+  lc->last = &lc->c->v[lc->c->n - 1];
   return 1;
 }
 
@@ -121,6 +171,11 @@ static int parse_result(struct load_ctx *lc, int r, struct err *e)
 {
   if (lc->oom)
     return err_set(e, ERR_NOMEM, "%s: out of memory", lc->name);
+  if (lc->too_long)
+    return err_set(e, ERR_PARSE,
+                   "%s:%d: line longer than %d characters (continue a long "
+                   "value on indented lines)",
+                   lc->name, lc->too_long, lc->limit);
   if (r > 0)
     return err_set(e, ERR_PARSE,
                    "%s:%d: malformed line (expected key = value or "
@@ -134,7 +189,7 @@ static int parse_result(struct load_ctx *lc, int r, struct err *e)
 
 int config_load(struct config *c, const char *path, struct err *e)
 {
-  struct load_ctx lc = {c, path, 0, 0, NULL, NULL};
+  struct load_ctx lc = {c, path, 0, 0, 0, 0, 0, NULL, NULL, NULL};
   int r;
 
   lc.f = fopen(path, "r");
@@ -148,7 +203,7 @@ int config_load(struct config *c, const char *path, struct err *e)
 int config_load_string(struct config *c, const char *name, const char *text,
                        struct err *e)
 {
-  struct load_ctx lc = {c, name, 0, 0, NULL, text};
+  struct load_ctx lc = {c, name, 0, 0, 0, 0, 0, NULL, NULL, text};
   int r = ini_parse_stream(read_line, &lc, on_value, &lc);
 
   return parse_result(&lc, r, e);

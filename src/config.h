@@ -26,7 +26,10 @@ struct config *config_new(void);
 void config_free(struct config *c);
 
 /* Parse an INI file into c (adding to what is there).  ERR_IO if it cannot
- * be read, ERR_PARSE with "path:line: ..." for a malformed line. */
+ * be read, ERR_PARSE with "path:line: ..." for a malformed line or a line
+ * longer than inih takes (about 200 characters).  An indented line after
+ * KEY = VALUE continues the value (joined with one space), so long values
+ * fit. */
 int config_load(struct config *c, const char *path, struct err *e) WARN_UNUSED;
 
 /* Parse INI text; `name` is used in origins and errors. */

@@ -174,7 +174,12 @@ static int stage_static(const struct eval_opts *o, const char *code,
   }
   if (!seed)
     return err_set(e, ERR_NOMEM, "out of memory");
+  const char *forbid[WORKLOAD_MAX_FORBID];
+  for (int i = 0; i < w->nforbid; i++)
+    forbid[i] = w->forbid[i];
   if (candidate_check(seed, code, device, &ce) ||
+      candidate_check_names(code, forbid, w->nforbid,
+                            "workload.ini forbids it in candidates", &ce) ||
       directive_parse(code, d, &ce) || directive_validate(d, w, &ce)) {
     eval_fail(r, o, EVAL_STAGE_STATIC, "rejected", "%s", ce.msg);
     free(seed);

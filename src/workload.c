@@ -299,6 +299,10 @@ static int load_workload_key(struct workload *w, const struct config_entry *en,
                      v);
     snprintf(w->name, sizeof(w->name), "%s", v);
   } else if (!strcmp(k, "description")) {
+    if (strlen(v) >= sizeof(w->description))
+      return err_set(e, ERR_CONFIG,
+                     "%s: description is %zu characters, at most %zu",
+                     en->origin, strlen(v), sizeof(w->description) - 1);
     snprintf(w->description, sizeof(w->description), "%s", v);
   } else if (!strcmp(k, "kind")) {
     if (!strcmp(v, "runtime"))
@@ -357,6 +361,20 @@ static int load_workload_key(struct workload *w, const struct config_entry *en,
         return err_set(e, ERR_CONFIG, "%s: bad library name '%s'", en->origin,
                        tok[i]);
       snprintf(w->libs[w->nlibs++], WORKLOAD_NAME, "%s", tok[i]);
+    }
+  } else if (!strcmp(k, "forbid")) {
+    n = split_list(v, tok, LIST_MAX);
+    if (n < 0 || n > WORKLOAD_MAX_FORBID)
+      return err_set(e, ERR_CONFIG, "%s: more than %d forbidden names",
+                     en->origin, WORKLOAD_MAX_FORBID);
+    w->nforbid = 0;
+    for (i = 0; i < n; i++) {
+      if (!*tok[i] && n == 1)
+        break;
+      if (!config_is_ident(tok[i]) || strlen(tok[i]) >= WORKLOAD_NAME)
+        return err_set(e, ERR_CONFIG, "%s: forbid: '%s' is not an identifier",
+                       en->origin, tok[i]);
+      snprintf(w->forbid[w->nforbid++], WORKLOAD_NAME, "%s", tok[i]);
     }
   } else {
     return err_set(e, ERR_CONFIG, "%s: unknown key '%s' in [workload]",

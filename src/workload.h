@@ -16,6 +16,7 @@
 #define WORKLOAD_MAX_RANKS   16
 #define WORKLOAD_MAX_FILES   8
 #define WORKLOAD_MAX_LIBS    8
+#define WORKLOAD_MAX_FORBID  32
 #define WORKLOAD_MAX_SIZES   32
 #define WORKLOAD_MAX_KV      8
 #define WORKLOAD_MAX_SET     16
@@ -77,6 +78,10 @@ struct workload {
   char reference[128]; /* "" for freeform */
   int nlibs;
   char libs[WORKLOAD_MAX_LIBS][WORKLOAD_NAME]; /* "cublas" -> -lcublas */
+  /* identifiers a candidate's EVOLVE blocks may not use (frozen helpers
+   * that would hand it the answer); candidate_check_names */
+  int nforbid;
+  char forbid[WORKLOAD_MAX_FORBID][WORKLOAD_NAME];
   int nsizes;
   struct workload_size sizes[WORKLOAD_MAX_SIZES];
   int nverify, nbench;

@@ -51,6 +51,12 @@ expect_grep "every cheat passes static (caught later)" "$TMP/out" \
   "cheats: $n_cheats of $n_cheats caught as expected"
 sed 's/^\(\/\/ CUCO-DIRECTIVES .*\)sync=global/\1sync=per_peer/' "$WL/seed.cu" >"$TMP/pp.cu"
 expect_rc "sync outside the space rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/pp.cu" --static-only
+# The host copy of the routing would let a candidate skip the count
+# exchange: workload.ini forbids it inside EVOLVE blocks.
+awk '{print} /EVOLVE-BLOCK-START/ && !d {print "static int peek(const struct moe_core *c) { return c->ridx_h[0]; }"; d=1}' \
+  "$WL/seed.cu" >"$TMP/peek.cu"
+expect_rc "routing host copy in a candidate rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/peek.cu" --static-only
+expect_grep "names the forbidden use" "$TMP/out" "forbidden use of 'ridx_h' \(workload.ini forbids it in candidates\)"
 
 # --- compile checks ---
 NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}

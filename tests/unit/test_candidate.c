@@ -165,6 +165,29 @@ static void test_forbidden(void **state)
   forbid("#endif\n#if 1\n", 0, "unbalanced #if/#endif");
 }
 
+/* A workload's own forbidden names: any use inside a block, not in
+ * comments, literals or frozen text, not as part of a longer name. */
+static void test_names(void **state)
+{
+  const char *names[] = {"ridx_h", "moe_route_gen"};
+  const char *ok =
+      "int ridx_h;\n// EVOLVE-BLOCK-START\n"
+      "int my_ridx_h = 1; // ridx_h\nconst char *s = \"ridx_h\";\n"
+      "// EVOLVE-BLOCK-END\n";
+  const char *bad = "int ridx_h;\n// EVOLVE-BLOCK-START\nint a = 0;\n"
+                    "int b = c->ridx_h[0];\n// EVOLVE-BLOCK-END\n";
+  struct err e = {0, ""};
+  (void)state;
+  assert_int_equal(candidate_check_names(ok, names, 2, "why", &e), 0);
+  assert_int_equal(candidate_check_names(bad, names, 2, "why", &e), ERR_CHECK);
+  assert_string_equal(e.msg, "line 4: forbidden use of 'ridx_h' (why)");
+  assert_int_equal(candidate_check_names(bad, names, 0, "why", &e), 0);
+  assert_int_equal(
+      candidate_check_names("x = moe_route_gen (1);\n", names, 2, "w", &e),
+      ERR_CHECK);
+  assert_non_null(strstr(e.msg, "line 1: forbidden use of 'moe_route_gen'"));
+}
+
 static void test_check(void **state)
 {
   char *big;
@@ -194,6 +217,7 @@ int main(void)
       cmocka_unit_test(test_blocks),    cmocka_unit_test(test_blocks_bad),
       cmocka_unit_test(test_replace),   cmocka_unit_test(test_frozen),
       cmocka_unit_test(test_forbidden), cmocka_unit_test(test_check),
+      cmocka_unit_test(test_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 
@@ -58,6 +59,55 @@ static void test_errors_name_origin(void **state)
   config_free(c);
 }
 
+/* inih cuts lines at a fixed buffer: a long line must be an error naming it
+ * (not silently split into a bogus key), from a string and from a file, and
+ * indented continuation lines must join into one value. */
+static void test_long_lines_and_continuation(void **state)
+{
+  struct config *c = config_new();
+  struct err e = {0, ""};
+  char text[1200], path[] = "/tmp/cuco-test-config-XXXXXX";
+  char fit[190];
+  int fd;
+  FILE *f;
+  (void)state;
+  memset(fit, 'f', sizeof fit - 1);
+  fit[sizeof fit - 1] = '\0';
+  snprintf(text, sizeof text, "[a]\nk = v\nlong = %0*d key = bogus\nz = 1\n",
+           600, 7);
+  assert_int_equal(config_load_string(c, "s.ini", text, &e), ERR_PARSE);
+  assert_non_null(strstr(e.msg, "s.ini:3: line longer than"));
+  assert_null(config_find(c, "a", "key"));
+  /* a line just under the limit, then continuations */
+  snprintf(text, sizeof text,
+           "[w]\nd = %.*s\ndescription = first part\n  second part\n"
+           "\tthird = part\nafter = 2\n[x]\n",
+           150, fit);
+  assert_int_equal(config_load_string(c, "c.ini", text, &e), 0);
+  assert_string_equal(config_get(c, "w", "description", NULL),
+                      "first part second part third = part");
+  assert_string_equal(config_find(c, "w", "description")->origin, "c.ini:3");
+  assert_string_equal(config_get(c, "w", "after", NULL), "2");
+  assert_int_equal(strlen(config_get(c, "w", "d", "")), 150);
+  /* the same through a file */
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  f = fdopen(fd, "w");
+  assert_non_null(f);
+  fprintf(f, "[a]\nok = 1\nlong = %0*d\n", 400, 1);
+  fclose(f);
+  assert_int_equal(config_load(c, path, &e), ERR_PARSE);
+  assert_non_null(strstr(e.msg, ":3: line longer than"));
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "[a]\nok = 1\ntext = one\n    two\n");
+  fclose(f);
+  assert_int_equal(config_load(c, path, &e), 0);
+  assert_string_equal(config_get(c, "a", "text", NULL), "one two");
+  unlink(path);
+  config_free(c);
+}
+
 static void test_env_override(void **state)
 {
   struct config *c = config_new();
@@ -96,6 +146,7 @@ int main(void)
       cmocka_unit_test(test_errors_name_origin),
       cmocka_unit_test(test_env_override),
       cmocka_unit_test(test_bytes),
+      cmocka_unit_test(test_long_lines_and_continuation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,6 +65,7 @@ static const char *good =
     "seed        = seed.cu\n"
     "reference   = reference.cu\n"
     "libs        = cublas, cublasLt\n"
+    "forbid      = route_host, ridx_h\n"
     "[sets]\n"
     "verify = small_a, small_b\n"
     "bench  = full_4k\n"
@@ -97,6 +98,8 @@ static void test_load_good(void **state)
   assert_int_equal(w.ranks[3], 8);
   assert_int_equal(w.nlibs, 2);
   assert_string_equal(w.libs[1], "cublasLt");
+  assert_int_equal(w.nforbid, 2);
+  assert_string_equal(w.forbid[1], "ridx_h");
   assert_int_equal(w.nsizes, 3);
   assert_string_equal(w.sizes[1].params, "M=40,K=72,N=24");
   assert_int_equal(w.nverify, 2);
@@ -143,13 +146,13 @@ static void test_load_bad(void **state)
   expect_bad("seed        = seed.cu", "seed = nope.cu",
              "nope.cu: no such file");
   expect_bad("seed        = seed.cu", "seed = ../x.cu", "not a file name");
-  expect_bad("bench  = full_4k", "bench = full_9k", "workload.ini:12:");
+  expect_bad("bench  = full_4k", "bench = full_9k", "workload.ini:13:");
   expect_bad("small_b  = M=40, K=72, N=24", "small_b = M=40,K",
              "'K' is not KEY=VALUE");
   expect_bad("small_b  = M=40, K=72, N=24", "small_b = M=-4",
              "not a positive");
   expect_bad("chunk     = 64KiB..64MiB", "chunk = 3KiB..1MiB",
-             "workload.ini:24:");
+             "workload.ini:25:");
   expect_bad("chunk     = 64KiB..64MiB", "chunk = 1MiB..64KiB", "empty chunk");
   expect_bad("backend   = lsa", "backend = lsa, mpi",
              "'mpi' is not a backend");
@@ -165,6 +168,20 @@ static void test_load_bad(void **state)
              "bar names 'seed.cu', which is not one of the baselines");
   expect_bad("seed        = seed.cu", "seed = seed.cu\nbar = nope.cu",
              "nope.cu: no such file");
+  expect_bad("route_host, ridx_h", "route_host, x->y",
+             "workload.ini:10: forbid: 'x->y' is not an identifier");
+  {
+    /* 6 continuation lines of 99: over the 511 the description may hold */
+    char longd[1024] = "description = d";
+    for (int i = 0; i < 6; i++)
+      snprintf(longd + strlen(longd), sizeof(longd) - strlen(longd),
+               "\n  %098d", i);
+    expect_bad("description = One line used in prompts.", longd,
+               "workload.ini:3: description is 595 characters, at most 511");
+    snprintf(longd, sizeof(longd), "description = %0250d", 1);
+    expect_bad("description = One line used in prompts.", longd,
+               "workload.ini:3: line longer than");
+  }
 }
 
 /* bar: default = the first baseline; else the listed baselines. */
