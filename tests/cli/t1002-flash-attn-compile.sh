@@ -65,6 +65,36 @@ if [ -x "$CUCO" ]; then
   expect_grep "refusal names the hook" "$TMP/out" "wl_input_post"
 fi
 
+# --- the GIN path's split of one shard over the CTAs (host C, the seed's own
+# line): every byte covered, 16-byte parts.  floor(bytes/G) rounded up to 16
+# once lost the tail (bytes = 1920, G = 17: 17 * 112 = 1904).
+grep -m1 'const size_t part = ' "$WL/seed.cu" >"$TMP/part.line"
+cat >"$TMP/part.c" <<'EOT'
+#include <stdio.h>
+#include <stddef.h>
+static struct { unsigned x; } gridDim;
+static size_t part_of(size_t bytes, unsigned g) {
+  gridDim.x = g;
+#include "part.line"
+  return part;
+}
+int main(void) {
+  int bad = 0;
+  for (unsigned g = 1; g <= 32; g++)          /* comm_ctas 1..32 */
+    for (size_t t = 1; t <= 4096; t++) {      /* shards are multiples of 128 B */
+      size_t bytes = 128 * t, p = part_of(bytes, g);
+      if (p % 16 || p * g < bytes) {
+        if (bad++ < 3) printf("bytes %zu G %u: part %zu covers %zu\n", bytes, g, p, p * g);
+      }
+    }
+  printf(bad ? "FAIL %d\n" : "PASS\n", bad);
+  return bad != 0;
+}
+EOT
+if [ -s "$TMP/part.line" ] && command "${CC:-cc}" -std=c11 -I"$TMP" -o "$TMP/part" "$TMP/part.c" 2>"$TMP/part.err"; then
+  expect_rc "seed GIN split: parts of 16 B cover every shard size for 1..32 CTAs" 0 "$TMP/part"
+else not_ok "seed GIN split test builds" "$(head -c 300 "$TMP/part.err")"; fi
+
 # --- compile checks ---
 NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if ! [ -x "$NVCC" ]; then

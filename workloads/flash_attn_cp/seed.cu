@@ -133,7 +133,9 @@ __global__ void sd_push_gin(ncclDevComm dc, ncclWindow_t ring_win, size_t src_of
                             size_t dst_off, size_t bytes, unsigned sig) {
   if (dc.ginContextCount == 0) return;
   ncclGin gin(dc, 0);
-  const size_t part = (bytes / gridDim.x + 15) & ~(size_t)15;
+  // ceil(bytes / G) rounded up to 16: floor(bytes / G) lost the tail when it
+  // was already a multiple of 16 (e.g. bytes = 1920, G = 17: 17 * 112 < 1920).
+  const size_t part = ((bytes + gridDim.x - 1) / gridDim.x + 15) & ~(size_t)15;
   const size_t lo = part * blockIdx.x, n = lo < bytes ? (lo + part < bytes ? part : bytes - lo) : 0;
   gin.put(ncclTeamWorld(dc), (dc.rank + 1) % dc.nRanks, ring_win, dst_off + lo, ring_win,
           src_off + lo, n, ncclGin_SignalInc{sig}, ncclGin_None{}, ncclCoopCta());
