@@ -58,6 +58,20 @@ awk '{print} /EVOLVE-BLOCK-START/ && !d {print "static int peek(const struct moe
 expect_rc "routing host copy in a candidate rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/peek.cu" --static-only
 expect_grep "names the forbidden use" "$TMP/out" "forbidden use of 'ridx_h' \(workload.ini forbids it in candidates\)"
 
+# cublasSetStream resets a handle to cuBLAS's default workspace pool: the
+# frozen core must set its own workspace again right after every one.
+setws_check() {  # FILE: prints each cublasSetStream(H, ...) line not followed by cublasSetWorkspace(H, ...)
+  awk 'want { if ($0 !~ "cublasSetWorkspace\\(" want ",") print "line " NR - 1 ": " prev; want = "" }
+       /cublasSetStream\(/ { s = $0; sub(/.*cublasSetStream\(/, "", s); sub(/,.*/, "", s)
+                             want = s; gsub(/[][()>.-]/, "\\\\&", want); prev = $0 }' "$1"
+}
+if [ "$(grep -c 'cublasSetStream(' "$WL/wl_moe.cuh")" -ge 2 ] && [ -z "$(setws_check "$WL/wl_moe.cuh")" ]; then
+  ok "wl_moe.cuh sets the workspace again after every cublasSetStream"
+else not_ok "wl_moe.cuh sets the workspace again after every cublasSetStream" "$(setws_check "$WL/wl_moe.cuh")"; fi
+sed '/cublasSetWorkspace(c->blas2, c->ws2/d' "$WL/wl_moe.cuh" >"$TMP/nows.cuh"
+if [ -n "$(setws_check "$TMP/nows.cuh")" ]; then ok "a missing cublasSetWorkspace is caught"
+else not_ok "a missing cublasSetWorkspace is caught" "check found nothing"; fi
+
 # --- compile checks ---
 NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if ! [ -x "$NVCC" ]; then

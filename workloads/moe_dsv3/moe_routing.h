@@ -71,9 +71,9 @@ MOE_ROUTING_API int moe_route_check(const struct moe_route_cfg *c, char *err,
                                     size_t errlen);
 
 /* Choose c->bias so that the expected load ratio (rank 0 : mean cold rank)
- * is c->rho: a bisection over a fixed-key Monte Carlo of 2048 tokens, so the
+ * is c->rho: a bisection over a fixed-key Monte Carlo of 4096 tokens, so the
  * result is a pure function of the configuration.  Leaves bias = 1 when
- * R = 1, rho <= 1 or mode is not DSV3.  When rho cannot be reached, bias is
+ * R = 1, rho <= 1 or in paper mode.  When rho cannot be reached, bias is
  * the largest tried (1e6) and *EXPECTED (if not NULL) says what it gives.
  * C must have passed moe_route_check.  0, or -1 on allocation failure. */
 MOE_ROUTING_API int moe_route_calibrate(struct moe_route_cfg *c,

@@ -475,7 +475,12 @@ static inline int moe_experts(struct wl_ctx *ctx, struct moe_core *c, cudaStream
   const long long H = s->H, F = s->F;
   int contiguous = 1;
   for (long long e = 0; e + 1 < s->El; e++) contiguous &= end_h[e] == beg_h[e + 1];
+  // cublasSetStream resets the handle to cuBLAS's default workspace pool
+  // (cuBLAS docs, cublasSetStream), so the workspace is set again after it:
+  // otherwise moe_blas_ws is never used and each handle falls back to a
+  // library-owned pool.
   MOE_BLAS(ctx, cublasSetStream(c->blas, st));
+  MOE_BLAS(ctx, cublasSetWorkspace(c->blas, c->ws, MOE_WS_BYTES));
   for (long long e = 0; e < s->El; e++) {
     long long n = end_h[e] - beg_h[e];
     if (n <= 0) continue;
@@ -513,6 +518,7 @@ static inline int moe_shared(struct wl_ctx *ctx, struct moe_core *c, cudaStream_
   const struct moe_shape *s = &c->s;
   if (!s->SH) return 0;
   MOE_BLAS(ctx, cublasSetStream(c->blas2, st));
+  MOE_BLAS(ctx, cublasSetWorkspace(c->blas2, c->ws2, MOE_WS_BYTES));  // as in moe_experts
   if (moe_gemm(ctx, c->blas2, c->X, c->WS13, c->SH1, s->T, s->H, 2 * s->F) != 0) return -1;
   moe_swiglu_kernel<<<moe_grid(s->T * s->F / 8, 256), 256, 0, st>>>(
       (const __nv_bfloat16 *)c->SH1, (__nv_bfloat16 *)c->SACT, s->T, s->F);
