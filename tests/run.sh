@@ -36,7 +36,7 @@ done
 for t in "$ROOT"/tests/cli/t[0-9]*.sh; do
   [ -f "$t" ] || continue
   n=$(basename "$t" .sh); log="$LOGDIR/$n.log"
-  (cd "$ROOT" && timeout 900 bash "$t") >"$log" 2>&1; rc=$?
+  (cd "$ROOT" && timeout 1800 bash "$t") >"$log" 2>&1; rc=$?
   count "$n" "$log" $rc
 done
 echo "$pass passed, $fail failed"
