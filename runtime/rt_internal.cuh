@@ -109,7 +109,12 @@ struct rt_cmp {
 // BLOCK_ROWS > 0 also sums rows into blocks of that many rows (worst block).
 // An all-ones EXPECTED element means "must still be poison": kept poison
 // there is skipped, a written value counts in OUTSIDE (rt_cmp_elem.cuh).
-int rt_compare(const void *got, const void *expected, int dtype, int counts,
+// MODE: RT_CMP_COUNTS for RT_COUNTS buffers (no effect yet), and
+// RT_CMP_UNPOISONED when the OUTPUT was never poisoned (--skip-check
+// output-poison): must-stay-poison elements are then skipped whatever they
+// hold (zeroed at allocation, they could only ever read as "outside").
+enum { RT_CMP_COUNTS = 1, RT_CMP_UNPOISONED = 2 };
+int rt_compare(const void *got, const void *expected, int dtype, int mode,
                long long rows, long long cols, long long sample_stride,
                long long block_rows, struct rt_cmp *out, cudaStream_t stream);
 

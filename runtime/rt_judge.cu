@@ -30,6 +30,12 @@ static double rel_of(const struct rt_cmp *m) {
   return m->ref2 > 0 ? sqrt(m->err2 / m->ref2) : (m->err2 > 0 ? INFINITY : 0);
 }
 
+// rt_compare's MODE for output B under O's switched-off checks.
+static int cmp_mode(const struct rt_buf *b, const struct rt_opts *o) {
+  return ((b->flags & RT_COUNTS) ? RT_CMP_COUNTS : 0) |
+         ((o->skip & RT_CK_POISON) ? RT_CMP_UNPOISONED : 0);
+}
+
 // The reference for the current step into b->expected (synchronised).
 static int reference(struct wl_ctx *ctx, struct rt_buf *b) {
   ctx->in_reference = 1;
@@ -45,17 +51,17 @@ static int reference(struct wl_ctx *ctx, struct rt_buf *b) {
 
 // Whether the snapshot equals the result for the inputs of step STEP (within
 // TOL); the expectation is recomputed for that step and left in b->expected.
-static int matches_step(struct wl_ctx *ctx, struct rt_buf *b, unsigned long long step,
-                        long long sample, double tol, int *match) {
+static int matches_step(struct wl_ctx *ctx, struct rt_buf *b, const struct rt_opts *o,
+                        unsigned long long step, long long sample, int *match) {
   unsigned long long keep = ctx->input_step;
   struct rt_cmp m;
   ctx->input_step = step;
   int rc = reference(ctx, b);
   ctx->input_step = keep;
   RT_TRY(rc);
-  RT_TRY(rt_compare(b->snap, b->expected, b->dtype, b->flags & RT_COUNTS, b->rows, b->cols,
-                    sample, 0, &m, ctx->ref_stream));
-  *match = !m.nan && !m.poison && rel_of(&m) <= tol;
+  RT_TRY(rt_compare(b->snap, b->expected, b->dtype, cmp_mode(b, o), b->rows, b->cols, sample,
+                    0, &m, ctx->ref_stream));
+  *match = !m.nan && !m.poison && rel_of(&m) <= o->tol;
   return 0;
 }
 
@@ -66,8 +72,8 @@ int rt_judge_output(struct wl_ctx *ctx, struct rt_buf *b, const struct rt_opts *
   memset(j, 0, sizeof *j);
   j->passed = 1;
   RT_TRY(reference(ctx, b));
-  RT_TRY(rt_compare(b->snap, b->expected, b->dtype, b->flags & RT_COUNTS, b->rows, b->cols,
-                    sample, b->block_rows, &m, ctx->ref_stream));
+  RT_TRY(rt_compare(b->snap, b->expected, b->dtype, cmp_mode(b, o), b->rows, b->cols, sample,
+                    b->block_rows, &m, ctx->ref_stream));
   j->rel = rel_of(&m);
   j->row = m.worst_row_rel;
   j->block = m.worst_block_rel;
@@ -87,7 +93,7 @@ int rt_judge_output(struct wl_ctx *ctx, struct rt_buf *b, const struct rt_opts *
     struct rt_cmp live;
     live.poison = m.poison;
     if (!(o->skip & RT_CK_SNAPSHOT))
-      RT_TRY(rt_compare(b->dev, b->expected, b->dtype, b->flags & RT_COUNTS, b->rows, b->cols,
+      RT_TRY(rt_compare(b->dev, b->expected, b->dtype, cmp_mode(b, o), b->rows, b->cols,
                         sample, 0, &live, ctx->ref_stream));
     if (live.poison < m.poison)
       snprintf(text, sizeof text,
@@ -120,7 +126,7 @@ int rt_judge_output(struct wl_ctx *ctx, struct rt_buf *b, const struct rt_opts *
     for (int k = 0; k < 2 && !m.nan && !m.poison && !(o->skip & RT_CK_FRESH); k++) {
       if (cand[k] < 1 || cand[k] >= ctx->input_step || (k == 1 && cand[1] == cand[0]))
         continue;
-      RT_TRY(matches_step(ctx, b, cand[k], sample, o->tol, &match));
+      RT_TRY(matches_step(ctx, b, o, cand[k], sample, &match));
       if (match) {
         hit = cand[k];
         break;

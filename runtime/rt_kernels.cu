@@ -223,7 +223,7 @@ __device__ static inline double load_exp(const unsigned char *p, size_t i,
 __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
                           int dtype, long long rows, long long cols,
                           long long sample, long long block_rows, double *blk,
-                          struct cmp_dev *out) {
+                          int unpoisoned, struct cmp_dev *out) {
   __shared__ double s_e[32], s_r[32], s_m[32];
   __shared__ unsigned long long s_n[32], s_p[32], s_o[32];
   bool is_int = !(dtype == RT_BF16 || dtype == RT_F16 || dtype == RT_F32 ||
@@ -238,6 +238,7 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
       int cls = rt_el_class(got, exp, i, dtype);
       if (cls == RT_EL_KEPT) continue;
       if (cls == RT_EL_OUTSIDE) {
+        if (unpoisoned) continue;  // never poisoned: "outside" is not knowable
         no++;
         continue;
       }
@@ -316,38 +317,61 @@ __global__ void k_compare(const unsigned char *got, const unsigned char *exp,
   }
 }
 
-int rt_compare(const void *got, const void *expected, int dtype, int counts,
+int rt_compare(const void *got, const void *expected, int dtype, int mode,
                long long rows, long long cols, long long sample_stride,
                long long block_rows, struct rt_cmp *out, cudaStream_t stream) {
-  (void)counts;
   struct cmp_dev *d = NULL, h;
   double *blk = NULL, *hblk = NULL;
+  int rc = -1;
   if (sample_stride < 1) sample_stride = 1;
   long long nblk = block_rows > 0 ? (rows + block_rows - 1) / block_rows : 0;
+  // Errors go to `done` (not CUDA_CHECK's plain return), which frees the
+  // host block array and the device scratch: a verify that fails here
+  // (every output, every step) must not leak.
+#define CMP_CHECK(call)                                                     \
+  do {                                                                      \
+    cudaError_t ce_ = (call);                                               \
+    if (ce_ != cudaSuccess) {                                               \
+      rt_errorf("%s:%d: %s: %s", __FILE__, __LINE__, #call,                \
+                cudaGetErrorString(ce_));                                   \
+      goto done;                                                            \
+    }                                                                       \
+  } while (0)
   if (nblk > 0) {
     hblk = (double *)malloc(sizeof(double) * 2 * nblk);
     if (!hblk) {
       rt_errorf("rt_compare: out of host memory for %lld blocks", nblk);
       return -1;
     }
-    CUDA_CHECK(cudaMallocAsync((void **)&blk, sizeof(double) * 2 * nblk, stream));
-    CUDA_CHECK(cudaMemsetAsync(blk, 0, sizeof(double) * 2 * nblk, stream));
+    CMP_CHECK(cudaMallocAsync((void **)&blk, sizeof(double) * 2 * nblk, stream));
+    CMP_CHECK(cudaMemsetAsync(blk, 0, sizeof(double) * 2 * nblk, stream));
   }
-  CUDA_CHECK(cudaMallocAsync((void **)&d, sizeof *d, stream));
-  CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof *d, stream));
-  long long nrows = (rows + sample_stride - 1) / sample_stride;
-  int grid = nrows > 8192 ? 8192 : (int)(nrows ? nrows : 1);
-  k_compare<<<grid, 256, 0, stream>>>((const unsigned char *)got,
-                                      (const unsigned char *)expected, dtype,
-                                      rows, cols, sample_stride, block_rows, blk, d);
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, stream));
+  CMP_CHECK(cudaMallocAsync((void **)&d, sizeof *d, stream));
+  CMP_CHECK(cudaMemsetAsync(d, 0, sizeof *d, stream));
+  {
+    long long nrows = (rows + sample_stride - 1) / sample_stride;
+    int grid = nrows > 8192 ? 8192 : (int)(nrows ? nrows : 1);
+    k_compare<<<grid, 256, 0, stream>>>((const unsigned char *)got,
+                                        (const unsigned char *)expected, dtype,
+                                        rows, cols, sample_stride, block_rows, blk,
+                                        (mode & RT_CMP_UNPOISONED) != 0, d);
+  }
+  CMP_CHECK(cudaGetLastError());
+  CMP_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, stream));
   if (nblk > 0)
-    CUDA_CHECK(cudaMemcpyAsync(hblk, blk, sizeof(double) * 2 * nblk, cudaMemcpyDeviceToHost,
-                               stream));
-  CUDA_CHECK(cudaFreeAsync(d, stream));
-  if (blk) CUDA_CHECK(cudaFreeAsync(blk, stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
+    CMP_CHECK(cudaMemcpyAsync(hblk, blk, sizeof(double) * 2 * nblk, cudaMemcpyDeviceToHost,
+                              stream));
+  CMP_CHECK(cudaStreamSynchronize(stream));
+  rc = 0;
+done:
+#undef CMP_CHECK
+  // Stream-ordered frees behind the copies (or whatever failed).
+  if (d) cudaFreeAsync(d, stream);
+  if (blk) cudaFreeAsync(blk, stream);
+  if (rc != 0) {
+    free(hblk);
+    return -1;
+  }
   out->err2 = h.err2;
   out->ref2 = h.ref2;
   out->nan = h.nan;

@@ -201,18 +201,28 @@ extern "C" int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p, cons
   for (int q = 0; q < s.P && rc == 0; q++) {
     struct ref_sender *sd = &st->snd[q];
     if (!sd->mine) continue;
-    if (rt_input_regen(ctx, "X", q, x) != 0 || rt_input_regen(ctx, "W", q, w) != 0) return -1;
-    for (long long l = 0; l < s.L; l++) {
-      REF_BLAS(ctx, cublasGemmEx(st->h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)s.S, (int)s.DM,
-                                 &one, (const char *)w + (size_t)l * s.DM * n * 2, CUDA_R_16BF,
-                                 (int)n, x, CUDA_R_16BF, (int)s.DM, &zero, out, CUDA_R_32F,
-                                 (int)n, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
+    // Errors set rc and leave the loops, so x, w and out are freed below.
+    if (rt_input_regen(ctx, "X", q, x) != 0 || rt_input_regen(ctx, "W", q, w) != 0) {
+      rc = -1;
+      break;
+    }
+    for (long long l = 0; l < s.L && rc == 0; l++) {
+      cublasStatus_t bs = cublasGemmEx(
+          st->h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)s.S, (int)s.DM, &one,
+          (const char *)w + (size_t)l * s.DM * n * 2, CUDA_R_16BF, (int)n, x, CUDA_R_16BF,
+          (int)s.DM, &zero, out, CUDA_R_32F, (int)n, CUBLAS_COMPUTE_32F_PEDANTIC,
+          CUBLAS_GEMM_DEFAULT);
+      if (bs != CUBLAS_STATUS_SUCCESS) {
+        rc = rt_fail(ctx, "reference: cublasGemmEx of layer %lld: status %d", l, (int)bs);
+        break;
+      }
       ref_place<<<kv_grid(s.S * s.W, 256), 256, 0, rs>>>((float *)expected_dev, out, sd->slot,
                                                          sd->pos, st->tab, s.S, (int)s.HKV,
                                                          (int)s.HD, l, (long long)slab);
-      RT_LAUNCH(ctx);
+      cudaError_t le = cudaGetLastError();
+      if (le != cudaSuccess) rc = rt_fail(ctx, "reference: ref_place: %s", cudaGetErrorString(le));
     }
-    if ((double)(xb + wb) <= 256.0 * 1024 * 1024) {  // host copies stay small
+    if (rc == 0 && (double)(xb + wb) <= 256.0 * 1024 * 1024) {  // host copies stay small
       RT_CUDA(ctx, cudaStreamSynchronize(rs));
       rc = cpu_check(ctx, &s, sd, x, w, (const float *)expected_dev);
     }
