@@ -24,16 +24,15 @@ static int find(const char *const *names, int n, const char *name)
 }
 
 /* The row of one size: the winner's timing keys, "bar", "baselines". */
-static json_t *size_row(const char *const *names,
-                        const json_t *const *metrics, int n, int win,
-                        const char *size)
+static json_t *size_row(const char *const *names, const json_t *const *metrics,
+                        int n, int win, const char *size)
 {
   static const char *const keys[] = {"median_ms",  "p10_ms",     "p90_ms",
                                      "ci95_lo_ms", "ci95_hi_ms", "mean_ms"};
-  const json_t *s = json_object_get(json_object_get(metrics[win], "bench"),
-                                    size);
-  const json_t *src = json_object_get(s, "timing") ? json_object_get(s, "timing")
-                                                  : s;
+  const json_t *s =
+      json_object_get(json_object_get(metrics[win], "bench"), size);
+  const json_t *src =
+      json_object_get(s, "timing") ? json_object_get(s, "timing") : s;
   json_t *row = json_object(), *all = json_object();
   size_t k;
   int i;
@@ -47,8 +46,7 @@ static json_t *size_row(const char *const *names,
   for (i = 0; i < n; i++) {
     double m = bar_metrics_median(metrics[i], size);
     if (isfinite(m) &&
-        json_object_set_new(all, names[i],
-                            json_pack("{s:f}", "median_ms", m)))
+        json_object_set_new(all, names[i], json_pack("{s:f}", "median_ms", m)))
       goto fail;
   }
   if (json_object_set_new(row, "bar", json_string(names[win])))

@@ -186,7 +186,9 @@ static int measure_baseline(struct evolve *s, const char *name,
   free(code);
   if (rc || strcmp(r.status, "ok") || !r.metrics)
     log_warn("evolve: baseline %s: %s; it is not part of the bar", name,
-             rc ? e->msg : r.error[0] ? r.error : "no metrics");
+             rc           ? e->msg
+             : r.error[0] ? r.error
+                          : "no metrics");
   else
     *metrics = json_incref(r.metrics);
   eval_result_release(&r);
@@ -236,8 +238,8 @@ static int run_baseline(struct evolve *s, struct err *e)
     goto out;
   }
   json_object_foreach(out, k, v)
-  printf("bar %s: %s %.4g ms\n", k, bar_name(out, k),
-         json_number_value(json_object_get(v, "median_ms")));
+      printf("bar %s: %s %.4g ms\n", k, bar_name(out, k),
+             json_number_value(json_object_get(v, "median_ms")));
   rc = db_run_set_text(s->db, s->run.id, "baseline_json", txt, e);
   s->baseline_ms = baseline_mean(txt);
   printf("bar: %.4g ms (geometric mean over sizes)\n", s->baseline_ms);

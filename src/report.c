@@ -176,8 +176,8 @@ static void bar_cell(struct buf *o, enum report_format f,
                      const json_t *baseline, const char *size)
 {
   const char *name = bar_name(baseline, size), *k;
-  const json_t *all = json_object_get(json_object_get(baseline, size),
-                                      "baselines");
+  const json_t *all =
+      json_object_get(json_object_get(baseline, size), "baselines");
   const json_t *v;
   int n = 0;
 

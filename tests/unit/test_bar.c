@@ -27,8 +27,9 @@ static double med(const json_t *bar, const char *size)
 /* Each baseline is faster at one size: the bar switches per size. */
 static void test_min_per_size(void **state)
 {
-  json_t *a = parse("{\"bench\":{\"s1\":{\"timing\":{\"median_ms\":2,"
-                    "\"p10_ms\":1.9}},\"s2\":{\"timing\":{\"median_ms\":4}}}}");
+  json_t *a =
+      parse("{\"bench\":{\"s1\":{\"timing\":{\"median_ms\":2,"
+            "\"p10_ms\":1.9}},\"s2\":{\"timing\":{\"median_ms\":4}}}}");
   json_t *b = parse("{\"bench\":{\"s1\":{\"median_ms\":3},"
                     "\"s2\":{\"median_ms\":3}}}");
   const char *names[] = {"a.cu", "b.cu"};
@@ -44,13 +45,13 @@ static void test_min_per_size(void **state)
   assert_string_equal(bar_name(r, "s2"), "b.cu");
   assert_true(med(r, "s1") == 2 && med(r, "s2") == 3);
   /* the winner's other timing keys come along */
-  assert_true(json_number_value(json_object_get(
-                  json_object_get(r, "s1"), "p10_ms")) == 1.9);
-  assert_true(json_number_value(json_object_get(
-                  json_object_get(json_object_get(json_object_get(r, "s2"),
-                                                  "baselines"),
-                                  "a.cu"),
-                  "median_ms")) == 4);
+  assert_true(json_number_value(
+                  json_object_get(json_object_get(r, "s1"), "p10_ms")) == 1.9);
+  assert_true(
+      json_number_value(json_object_get(
+          json_object_get(
+              json_object_get(json_object_get(r, "s2"), "baselines"), "a.cu"),
+          "median_ms")) == 4);
   assert_true(fabs(bar_mean(r) - sqrt(6.0)) < 1e-12);
   json_decref(r);
   json_decref(a);
@@ -84,8 +85,9 @@ static void test_tie_and_outside(void **state)
 /* A failed baseline (NULL), a size one baseline lacks, bad numbers. */
 static void test_failed_and_missing(void **state)
 {
-  json_t *b = parse("{\"bench\":{\"s1\":{\"median_ms\":5},"
-                    "\"s2\":{\"median_ms\":-1},\"s3\":{\"median_ms\":\"x\"}}}");
+  json_t *b =
+      parse("{\"bench\":{\"s1\":{\"median_ms\":5},"
+            "\"s2\":{\"median_ms\":-1},\"s3\":{\"median_ms\":\"x\"}}}");
   const char *names[] = {"a", "b"};
   const json_t *m[] = {NULL, b};
   const char bar[2][128] = {"a", "b"};
