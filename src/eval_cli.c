@@ -141,9 +141,12 @@ static void report_bar(struct cli *c, const struct workload *w, json_t *all)
     int m = 0;
     fprintf(c->out, "bar %s: %s %.4g ms", size, name,
             json_number_value(json_object_get(row, "median_ms")));
-    json_object_foreach((json_t *)others, k, v) if (strcmp(k, name))
+    json_object_foreach((json_t *)others, k, v)
+    {
+      if (strcmp(k, name))
         fprintf(c->out, "%s%s %.4g ms", m++ ? "; " : " (", k,
                 json_number_value(json_object_get(v, "median_ms")));
+    }
     fputs(m ? ")\n" : "\n", c->out);
   }
   json_array_foreach(all, i, j)

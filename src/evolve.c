@@ -238,8 +238,10 @@ static int run_baseline(struct evolve *s, struct err *e)
     goto out;
   }
   json_object_foreach(out, k, v)
-      printf("bar %s: %s %.4g ms\n", k, bar_name(out, k),
-             json_number_value(json_object_get(v, "median_ms")));
+  {
+    printf("bar %s: %s %.4g ms\n", k, bar_name(out, k),
+           json_number_value(json_object_get(v, "median_ms")));
+  }
   rc = db_run_set_text(s->db, s->run.id, "baseline_json", txt, e);
   s->baseline_ms = baseline_mean(txt);
   printf("bar: %.4g ms (geometric mean over sizes)\n", s->baseline_ms);
