@@ -40,6 +40,16 @@ expect_rc "report HTML" 0 "$CUCO" report "$OUT/run.db" -o "$TMP/r.html"
 expect_grep "html names the bar baseline" "$TMP/r.html" \
   "<tr><td>big</td><td>3</td><td>base_b\.c \(base_a\.c 4 ms\)</td><td>2\.5 \(1\.20x\)</td>"
 
+# --resume keeps the stored bar (no baseline is measured again) and the
+# new candidates' speedups are against it too.
+expect_rc "--resume with more generations" 0 "$CUCO" evolve "$WL" --llm none \
+  --generations 4 --islands 1 --seed 1 --out "$OUT" --resume
+expect_no_grep "resume measures no baseline" "$TMP/out" "^baseline .*evaluating"
+expect_grep "resume summary keeps the bar" "$TMP/out" "^bar +2\.449 .*big=base_b\.c, full=base_a\.c$"
+got=$(q "select count(*) || ' ' || sum(abs(speedup - 2.449489742783178 / median_ms) < 1e-9) from programs where status = 'ok'")
+[ "${got% *}" -gt 3 ] && [ "${got% *}" = "${got#* }" ] && ok "resumed candidates' speedups are bar / median ($got)" ||
+  not_ok "resumed candidates' speedups are bar / median" "$got"
+
 # A bar of one baseline that is not baselines[0]: base_a still runs (it
 # freezes the thresholds) but only base_b is the bar.
 cp -r "$WL" "$TMP/wl_b"
