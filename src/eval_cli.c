@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bar.h"
 #include "build.h"
 #include "candidate.h"
 #include "cmd.h"
@@ -100,6 +101,78 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
   }
   eval_result_release(&r);
   return rc;
+}
+
+/* After `--impl all`: the bar per bench size (bar.h: the fastest of the
+ * workload's bar baselines that passed) and each passing candidate's
+ * speedup over it, printed and added to its JSON as "vs_bar": {SIZE:
+ * {"bar", "bar_ms", "median_ms", "speedup"}}.  Nothing when no bar
+ * baseline passed. */
+static void report_bar(struct cli *c, const struct workload *w, json_t *all)
+{
+  const char *names[WORKLOAD_MAX_FILES + 1];
+  const json_t *metrics[WORKLOAD_MAX_FILES + 1];
+  json_t *bar, *row, *j;
+  const char *size;
+  size_t i;
+  int n = 0, b;
+
+  json_array_foreach(all, i, j)
+  {
+    const char *impl = json_string_value(json_object_get(j, "impl"));
+    for (b = 0; impl && b < w->nbaselines; b++)
+      if (!strcmp(impl, w->baselines[b]) &&
+          !strcmp(json_string_value(json_object_get(j, "status")) ?: "",
+                  "ok") &&
+          n <= WORKLOAD_MAX_FILES) {
+        names[n] = impl;
+        metrics[n++] = json_object_get(j, "metrics");
+      }
+  }
+  bar = bar_build(names, metrics, n, (const char(*)[128])w->bar, w->nbar);
+  if (!json_object_size(bar)) {
+    json_decref(bar);
+    return;
+  }
+  json_object_foreach(bar, size, row)
+  {
+    const json_t *others = json_object_get(row, "baselines"), *v;
+    const char *name = bar_name(bar, size), *k;
+    int m = 0;
+    fprintf(c->out, "bar %s: %s %.4g ms", size, name,
+            json_number_value(json_object_get(row, "median_ms")));
+    json_object_foreach((json_t *)others, k, v)
+    {
+      if (strcmp(k, name))
+        fprintf(c->out, "%s%s %.4g ms", m++ ? "; " : " (", k,
+                json_number_value(json_object_get(v, "median_ms")));
+    }
+    fputs(m ? ")\n" : "\n", c->out);
+  }
+  json_array_foreach(all, i, j)
+  {
+    const char *impl = json_string_value(json_object_get(j, "impl"));
+    json_t *vs;
+    if (!impl || strcmp(impl, w->seed) ||
+        strcmp(json_string_value(json_object_get(j, "status")) ?: "", "ok"))
+      continue;
+    vs = json_object();
+    json_object_foreach(bar, size, row)
+    {
+      double x = bar_metrics_median(json_object_get(j, "metrics"), size);
+      double bm = json_number_value(json_object_get(row, "median_ms"));
+      if (!(x > 0))
+        continue;
+      fprintf(c->out, "%s %s: %.4g ms, %.3fx the bar (%s %.4g ms)\n", impl,
+              size, x, bm / x, bar_name(bar, size), bm);
+      json_object_set_new(vs, size,
+                          json_pack("{s:s, s:f, s:f, s:f}", "bar",
+                                    bar_name(bar, size), "bar_ms", bm,
+                                    "median_ms", x, "speedup", bm / x));
+    }
+    json_object_set_new(j, "vs_bar", vs);
+  }
+  json_decref(bar);
 }
 
 int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
@@ -310,6 +383,9 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       }
       failed |= r1;
     }
+    if (failed >= 0 && n > 1 && !o.static_only && !o.compile_only &&
+        !o.skip_bench)
+      report_bar(&c, w, all);
   }
   if (failed < 0) {
     fprintf(stderr, "cuco eval: %s\n", e.msg);

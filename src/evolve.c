@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bar.h"
 #include "buf.h"
 #include "cmd.h"
 #include "config.h"
@@ -142,94 +143,116 @@ static int make_dirs(const char *path, struct err *e)
   return 0;
 }
 
-/* Geometric mean of the per-size medians in baseline_json. */
+/* Geometric mean of the per-size bar medians in baseline_json. */
 static double baseline_mean(const char *baseline_json)
 {
   json_t *b = baseline_json ? json_loads(baseline_json, 0, NULL) : NULL;
-  const char *k;
-  json_t *v;
-  double logsum = 0;
-  int n = 0;
+  double m = bar_mean(b);
 
-  json_object_foreach(b, k, v)
-  {
-    double m = json_number_value(json_object_get(v, "median_ms"));
-    if (m > 0) {
-      logsum += log(m);
-      n++;
-    }
-  }
   json_decref(b);
-  return n ? exp(logsum / n) : -1;
+  return m;
 }
 
-/* Evaluate the workload's first baseline and store its per-size timings
- * in runs.baseline_json.  A workload without baselines, or a baseline
- * that fails, leaves the seed as the reference (said in the summary). */
-static int run_baseline(struct evolve *s, struct err *e)
+/* Evaluate one baseline; *metrics gets its eval metrics (new reference),
+ * or NULL when it did not pass (warned).  Negative only when its file
+ * cannot be read. */
+static int measure_baseline(struct evolve *s, const char *name,
+                            json_t **metrics, struct err *e)
 {
   struct eval_opts eo;
   struct eval_result r;
-  json_t *out = json_object(), *bench, *v;
-  const char *k;
-  char path[WORKLOAD_PATH + 200], *code, *txt;
+  char path[WORKLOAD_PATH + 200], *code;
   int rc;
 
-  if (!s->wl.nbaselines) {
-    json_decref(out);
-    return 0;
-  }
-  snprintf(path, sizeof(path), "%s/%s", s->wl.dir, s->wl.baselines[0]);
+  *metrics = NULL;
+  snprintf(path, sizeof(path), "%s/%s", s->wl.dir, name);
   code = read_file(path, e);
-  if (!code) {
-    json_decref(out);
+  if (!code)
     return e->code;
-  }
   memset(&eo, 0, sizeof(eo));
   memset(&r, 0, sizeof(r));
   eo.wl = &s->wl;
   eo.tc = &s->tc;
-  eo.impl_name = s->wl.baselines[0];
+  eo.impl_name = name;
   eo.ranks = s->o.ranks;
   eo.vranks = s->o.vranks;
   eo.sizes = s->o.sizes;
   eo.gpus = s->gpus[0][0] ? s->gpus[0] : NULL;
   eo.machine = s->machine;
   eo.seed = s->o.seed;
-  printf("baseline %s: evaluating...\n", s->wl.baselines[0]);
+  printf("baseline %s: evaluating...\n", name);
   fflush(stdout);
   rc = eval_candidate(&eo, code, &r, e);
   free(code);
-  if (rc || strcmp(r.status, "ok")) {
-    log_warn("evolve: baseline %s: %s; speedups are relative to the seed",
-             s->wl.baselines[0], rc ? e->msg : r.error);
-    eval_result_release(&r);
-    json_decref(out);
-    return 0;
-  }
-  bench = r.metrics ? json_object_get(r.metrics, "bench") : NULL;
-  json_object_foreach(bench, k, v)
-  {
-    json_t *t = json_object_get(v, "timing");
-    json_t *src = t ? t : v, *row = json_object();
-    const char *keys[] = {"median_ms",  "p10_ms",     "p90_ms",
-                          "ci95_lo_ms", "ci95_hi_ms", "mean_ms"};
-    size_t i;
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-      if (json_object_get(src, keys[i]))
-        json_object_set(row, keys[i], json_object_get(src, keys[i]));
-    json_object_set_new(out, k, row);
-  }
+  if (rc || strcmp(r.status, "ok") || !r.metrics)
+    log_warn("evolve: baseline %s: %s; it is not part of the bar", name,
+             rc           ? e->msg
+             : r.error[0] ? r.error
+                          : "no metrics");
+  else
+    *metrics = json_incref(r.metrics);
   eval_result_release(&r);
+  return 0;
+}
+
+/* Evaluate the workload's first baseline and every bar baseline (same
+ * options, one after the other) and store the per-size bar (bar.h) in
+ * runs.baseline_json.  Without baselines, or when no bar baseline
+ * passes, the seed is the reference (said in the summary). */
+static int run_baseline(struct evolve *s, struct err *e)
+{
+  const char *names[WORKLOAD_MAX_FILES + 1];
+  json_t *metrics[WORKLOAD_MAX_FILES + 1] = {0};
+  json_t *out = NULL, *v;
+  const char *k;
+  char *txt = NULL;
+  int n = 0, i, j, rc = 0;
+
+  if (!s->wl.nbaselines)
+    return 0;
+  /* baselines[0] always runs: it freezes the accuracy thresholds */
+  names[n++] = s->wl.baselines[0];
+  for (i = 0; i < s->wl.nbar; i++) {
+    for (j = 0; j < n && strcmp(names[j], s->wl.bar[i]); j++)
+      ;
+    if (j == n && n <= WORKLOAD_MAX_FILES)
+      names[n++] = s->wl.bar[i];
+  }
+  for (i = 0; i < n; i++)
+    if ((rc = measure_baseline(s, names[i], &metrics[i], e)))
+      goto out;
+  out = bar_build(names, (const json_t *const *)metrics, n,
+                  (const char(*)[128])s->wl.bar, s->wl.nbar);
+  if (!out) {
+    rc = err_set(e, ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  if (!json_object_size(out)) {
+    log_warn("evolve: no bar baseline passed; speedups are relative to the "
+             "seed");
+    goto out;
+  }
   txt = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
-  json_decref(out);
-  if (!txt)
-    return err_set(e, ERR_NOMEM, "out of memory");
+  if (!txt) {
+    rc = err_set(e, ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  json_object_foreach(out, k, v)
+  {
+    printf("bar %s: %s %.4g ms\n", k, bar_name(out, k),
+           json_number_value(json_object_get(v, "median_ms")));
+  }
   rc = db_run_set_text(s->db, s->run.id, "baseline_json", txt, e);
   s->baseline_ms = baseline_mean(txt);
-  printf("baseline %s: %.4g ms\n", s->wl.baselines[0], s->baseline_ms);
+  printf("bar: %.4g ms (geometric mean over sizes)\n", s->baseline_ms);
   free(s->run.baseline_json);
   s->run.baseline_json = txt;
+  txt = NULL;
+out:
+  for (i = 0; i < n; i++)
+    json_decref(metrics[i]);
+  json_decref(out);
+  free(txt);
   return rc;
 }
 
@@ -380,7 +403,31 @@ static void fmt_duration(double s, char *out, size_t n)
     snprintf(out, n, "%dh%02dm", (int)s / 3600, ((int)s / 60) % 60);
 }
 
-/* The final table: baseline, seed, best; where the best code is. */
+/* The bar row of the summary: its mean and which baseline it is per size
+ * (a database from before the bar says only "baseline"). */
+static void summary_bar(const struct evolve *s)
+{
+  json_t *b = json_loads(s->run.baseline_json, 0, NULL);
+  const char *k;
+  json_t *v;
+  char who[600] = "";
+  size_t len = 0;
+
+  json_object_foreach(b, k, v)
+  {
+    const char *name = bar_name(b, k);
+    if (len < sizeof(who))
+      len += (size_t)snprintf(who + len, sizeof(who) - len, "%s%s=%s",
+                              len ? ", " : "", k, name ? name : "baseline");
+  }
+  if (len >= sizeof(who))
+    snprintf(who + sizeof(who) - 5, 5, "...");
+  printf("%-9s %12.4g %12s %8.3fx  %s\n", "bar", s->baseline_ms, "-", 1.0,
+         who);
+  json_decref(b);
+}
+
+/* The final table: bar, seed, best; where the best code is. */
 static void summary(struct evolve *s)
 {
   const struct member *seed = search_find(s, s->seed_id);
@@ -421,10 +468,9 @@ static void summary(struct evolve *s)
   printf("%-9s %12s %12s %9s  %s\n", "", "median_ms", "noise_ms", "speedup",
          "program");
   if (s->wl.nbaselines && s->run.baseline_json)
-    printf("%-9s %12.4g %12s %8.3fx  %s\n", "baseline", s->baseline_ms, "-",
-           1.0, s->wl.baselines[0]);
+    summary_bar(s);
   else
-    printf("%-9s %12s %12s %9s  %s\n", "baseline", "-", "-", "-",
+    printf("%-9s %12s %12s %9s  %s\n", "bar", "-", "-", "-",
            s->wl.nbaselines ? "failed: speedups are vs the seed"
                             : "none: speedups are vs the seed");
   if (seed && seed->p.median_ms > 0)

@@ -180,7 +180,8 @@ static void put_program(struct buf *b, const char *title,
 
   buf_printf(b, "## %s (program %lld", title, p->id);
   if (p->has_score)
-    buf_printf(b, ", %.4g ms, %.3gx the baseline", p->median_ms, p->speedup);
+    buf_printf(b, ", %.4g ms, %.3gx the bar (fastest baseline)", p->median_ms,
+               p->speedup);
   buf_printf(b, ")\ndirectives: %s\n", p->directives ? p->directives : "{}");
   if (!with_code || !p->code) {
     buf_putc(b, '\n');

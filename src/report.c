@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bar.h"
 #include "charts.h"
 #include "cmd.h"
 #include "html.h"
@@ -152,7 +153,56 @@ static void flatten(struct buf *o, enum report_format f, const json_t *j,
   }
 }
 
-/* The per-size table: baseline, seed and best median with speedups. */
+/* Text from the database into a table cell: escaped for HTML, '|' and
+ * newlines defused for Markdown. */
+static void cell_text(struct buf *o, enum report_format f, const char *v)
+{
+  if (f == REPORT_HTML) {
+    html_escape(o, v);
+    return;
+  }
+  for (; *v; v++) {
+    if (*v == '|')
+      buf_puts(o, "\\|");
+    else
+      buf_putc(o, *v == '\n' ? ' ' : *v);
+  }
+}
+
+/* The bar cell of SIZE: which baseline is the bar and the other measured
+ * baselines' medians; a database from before the bar stored the first
+ * baseline only. */
+static void bar_cell(struct buf *o, enum report_format f,
+                     const json_t *baseline, const char *size)
+{
+  const char *name = bar_name(baseline, size), *k;
+  const json_t *all =
+      json_object_get(json_object_get(baseline, size), "baselines");
+  const json_t *v;
+  int n = 0;
+
+  if (!name) {
+    buf_puts(o, json_is_object(json_object_get(baseline, size))
+                    ? "the first baseline"
+                    : "-");
+    return;
+  }
+  cell_text(o, f, name);
+  json_object_foreach((json_t *)all, k, v)
+  {
+    double m = num(v, "median_ms");
+    if (!strcmp(k, name) || !isfinite(m))
+      continue;
+    buf_puts(o, n++ ? "; " : " (");
+    cell_text(o, f, k);
+    buf_printf(o, " %.4g ms", m);
+  }
+  if (n)
+    buf_puts(o, ")");
+}
+
+/* The per-size table: the bar (which baseline, its median), seed and best
+ * median with speedups against the bar. */
 static void sizes_table(struct buf *o, enum report_format f,
                         const json_t *baseline, const json_t *seed,
                         const json_t *best)
@@ -168,14 +218,14 @@ static void sizes_table(struct buf *o, enum report_format f,
   /* Without a baseline (a freeform workload) speedups are over the seed. */
   if (f == REPORT_MD)
     buf_printf(o,
-               "\n| size | baseline ms | seed ms (speedup) | best ms "
-               "(speedup%s) |\n|---|---|---|---|\n",
+               "\n| size | bar ms | bar baseline | seed ms (speedup) | "
+               "best ms (speedup%s) |\n|---|---|---|---|---|\n",
                have_base ? "" : " over the seed");
   else
     buf_printf(o,
-               "<table id=\"sizes\"><tr><th>size</th><th>baseline "
-               "ms</th><th>seed ms (speedup)</th><th>best ms (speedup%s)"
-               "</th></tr>\n",
+               "<table id=\"sizes\"><tr><th>size</th><th>bar ms</th>"
+               "<th>bar baseline</th><th>seed ms (speedup)</th><th>best ms "
+               "(speedup%s)</th></tr>\n",
                have_base ? "" : " over the seed");
   json_object_foreach((json_t *)keys, size, v)
   {
@@ -196,13 +246,17 @@ static void sizes_table(struct buf *o, enum report_format f,
     else
       snprintf(cell[2], sizeof cell[2], "-");
     if (f == REPORT_MD) {
-      buf_printf(o, "| %s | %s | %s | %s |\n", size, cell[0], cell[1],
-                 cell[2]);
+      buf_puts(o, "| ");
+      cell_text(o, f, size);
+      buf_printf(o, " | %s | ", cell[0]);
+      bar_cell(o, f, have_base ? baseline : NULL, size);
+      buf_printf(o, " | %s | %s |\n", cell[1], cell[2]);
     } else {
       buf_puts(o, "<tr><td>");
       html_escape(o, size);
-      buf_printf(o, "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", cell[0],
-                 cell[1], cell[2]);
+      buf_printf(o, "</td><td>%s</td><td>", cell[0]);
+      bar_cell(o, f, have_base ? baseline : NULL, size);
+      buf_printf(o, "</td><td>%s</td><td>%s</td></tr>\n", cell[1], cell[2]);
     }
   }
   if (f == REPORT_HTML)

@@ -61,6 +61,26 @@ function merge(list) {
   return changed;
 }
 
+// The bar per size (docs/contracts.md section 5): which baseline, its
+// median, the others measured; a database from before the bar stored the
+// first baseline only.  Speedups (p.speedup) are against this.
+function barText(b) {
+  if (!b || typeof b !== 'object' || Array.isArray(b) || !Object.keys(b).length)
+    return 'bar: none (speedups are against the seed)';
+  const parts = [];
+  for (const [size, row] of Object.entries(b)) {
+    if (!row || typeof row !== 'object') continue;
+    const ms = typeof row.median_ms === 'number' ? row.median_ms.toPrecision(4) + ' ms' : '-';
+    let t = `${size} ${typeof row.bar === 'string' ? row.bar : 'the first baseline'} ${ms}`;
+    const others = Object.entries(row.baselines || {})
+      .filter(([n, v]) => n !== row.bar && v && typeof v.median_ms === 'number')
+      .map(([n, v]) => `${n} ${v.median_ms.toPrecision(4)} ms`);
+    if (others.length) t += ` (${others.join('; ')})`;
+    parts.push(t);
+  }
+  return 'bar: ' + parts.join(' · ');
+}
+
 function renderSummary(run) {
   $('title').textContent = 'cuco run: ' + run.workload;
   document.title = 'cuco: ' + run.workload;
@@ -73,6 +93,7 @@ function renderSummary(run) {
     `${c.failed || 0} failed, ${c.rejected || 0} rejected, ${c.running || 0} running, ` +
     `${c.pending || 0} pending) · best #${run.best_program_id ?? '-'} · ` +
     `LLM ${run.llm || 'none'}: ${l.calls || 0} calls, $${(l.cost_usd || 0).toFixed(4)} · wall ${wall}`;
+  $('bar').textContent = barText(run.baseline);
   const sel = $('f-island');
   for (const i of run.islands || []) {
     if (![...sel.options].some((o) => o.value === String(i)))

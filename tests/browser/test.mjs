@@ -119,6 +119,12 @@ async function main() {
 
     const nodes = await page.locator('#tree .node').count();
     check(`the tree shows every candidate (${nodes} of ${total})`, nodes === total && total > 0);
+    // The bar line names the bar baseline of every size (or the first
+    // baseline, for a database from before the bar).
+    const bj = sql(db, 'SELECT baseline_json FROM runs WHERE id=(SELECT max(id) FROM runs)')[0][0];
+    const barLine = await page.locator('#bar').textContent();
+    const bwant = bj ? Object.entries(JSON.parse(bj)).map(([sz, r]) => `${sz} ${r.bar || 'the first baseline'} `) : ['none'];
+    check(`the bar line names each size's bar (${barLine})`, bwant.every((w) => barLine.includes(w)), bwant.join('|'));
     const ids = await page.$$eval('#tree .node', (els) => els.map((e) => Number(e.dataset.id)).sort((a, b) => a - b));
     const dbIds = sql(db, 'SELECT id FROM programs WHERE run_id=(SELECT max(id) FROM runs) ORDER BY id').map((r) => r[0]);
     check('the tree nodes are exactly the database ids', JSON.stringify(ids) === JSON.stringify(dbIds));

@@ -33,6 +33,8 @@ expect_grep "best diff names seed and best" "$TMP/r.html" "\+\+\+ program $best"
 expect_rc "report --format md" 0 "$CUCO" report "$TMP/run.db" --format md
 expect_grep "md has the summary table" "$TMP/out" "^\| workload \| gemm_allgather \|"
 expect_grep "md has the per-size table" "$TMP/out" "^\| full_8k \| 8.95 \|"
+expect_grep "a database from before the bar: the first baseline is the bar" "$TMP/out" \
+  "^\| full_8k \| 8.95 \| the first baseline \| "
 expect_grep "md has the diff" "$TMP/out" '^```diff'
 
 # SQLite may create empty -wal/-shm files beside a WAL database even for a
