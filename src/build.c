@@ -116,7 +116,7 @@ int build_find_runtime(const struct config *cfg, const char *wl_dir, char *out,
                  wl_dir);
 }
 
-/* Feed a whole file into the hash; 0 or ERR_IO. */
+/* Whether libdir has the unversioned libnccl.so that -lnccl needs. */
 static int nccl_has_devlink(const char *libdir)
 {
   char p[PATH_MAX];
@@ -125,6 +125,7 @@ static int nccl_has_devlink(const char *libdir)
   return access(p, R_OK) == 0;
 }
 
+/* Feed a whole file into the hash; 0 or ERR_IO. */
 static int hash_file(XXH64_state_t *st, const char *path, struct err *e)
 {
   char chunk[16384];
@@ -344,7 +345,10 @@ static void unit_compile(struct unit *u)
   arg(&a, "-O3");
   arg(&a, rti);
   arg(&a, wli);
-  if (tc->nccl_include[0])
+  /* -I/usr/include would put a system directory ahead of the compiler's
+   * own order (libstdc++'s #include_next breaks); it is searched anyway */
+  if (tc->nccl_include[0] && strcmp(tc->nccl_include, "/usr/include") &&
+      strcmp(tc->nccl_include, "/usr/local/include"))
     arg(&a, nci);
   if (o->vranks > 0)
     arg(&a, "-DCUCO_VRANKS");

@@ -32,6 +32,10 @@ const char *const proc_env_default_allow[] = {
     "TMPDIR",
     "USER",
     "LD_LIBRARY_PATH",
+    "LIBRARY_PATH",
+    "CPATH", /* nvcc and gcc search these for headers (NCCL may be there) */
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
     "CUDA_HOME",
     "CUDA_PATH",
     "CUDA_VISIBLE_DEVICES",

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "toolchain.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -78,30 +79,140 @@ static int library_version(const char *libdir)
   return v;
 }
 
+/* dir := the canonical form of path (symlinks and ".." resolved); 0 on
+ * success.  Canonical paths keep the doctor's report and the build's cache
+ * key stable however nvcc was reached. */
+static int canonical(const char *path, char *dir)
+{
+  char *r = realpath(path, NULL);
+
+  if (!r)
+    return -1;
+  copy(dir, r);
+  free(r);
+  return 0;
+}
+
+/* Ask nvcc itself where <nccl.h> is: `nvcc -M` of a one-line file prints
+ * the headers it resolved, with nvcc's whole search path (its own target
+ * include directory, CPATH, /usr/include...).  This finds NCCL wherever the
+ * compiler would, which is what the build needs.  0 and the directory, or
+ * -1 when nvcc cannot see nccl.h. */
+static int nvcc_nccl_include(const char *nvcc, char *dir)
+{
+  const char *t = getenv("TMPDIR");
+  char src[TC_PATH], *out, *p, *tok;
+  int fd, ok, rc = -1;
+
+  snprintf(src, sizeof(src), "%s/cuco-nccl-probe.XXXXXX",
+           t && *t ? t : "/tmp");
+  fd = mkstemp(src);
+  if (fd < 0)
+    return -1;
+  if (write(fd, "#include <nccl.h>\n", 18) != 18) {
+    close(fd);
+    unlink(src);
+    return -1;
+  }
+  close(fd);
+  {
+    const char *const argv[] = {nvcc, "-M", "-x", "cu", src, NULL};
+    out = proc_capture(argv, 256 * 1024, &ok);
+  }
+  unlink(src);
+  if (!out)
+    return -1;
+  /* make's dependency syntax: backslash-space is a space in a path, a
+   * backslash-newline continues the line, whitespace separates paths */
+  for (p = out, tok = out; ok && rc && *p; tok = p) {
+    char *w = tok;
+    size_t n;
+    while (*p && !isspace((unsigned char)*p)) {
+      if (p[0] == '\\' && p[1] == ' ')
+        p++;
+      else if (p[0] == '\\' && (p[1] == '\n' || p[1] == '\r' || !p[1]))
+        break;
+      *w++ = *p++;
+    }
+    if (*p == '\\')
+      p++;
+    if (*p)
+      p++;
+    *w = '\0';
+    n = strlen(tok);
+    if (n > 7 && !strcmp(tok + n - 7, "/nccl.h")) {
+      tok[n - 7] = '\0';
+      rc = canonical(tok, dir);
+    }
+  }
+  free(out);
+  return rc;
+}
+
+/* The directory of the libnccl.so.2 the dynamic loader would pick (its
+ * default paths, LD_LIBRARY_PATH, ld.so.cache); 0 and the directory. */
+static int loader_nccl_lib(char *dir)
+{
+  void *h = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_LOCAL);
+  void *sym;
+  Dl_info info;
+  int rc = -1;
+
+  if (!h)
+    return -1;
+  sym = dlsym(h, "ncclGetVersion");
+  if (sym && dladdr(sym, &info) && info.dli_fname) {
+    char tmp[TC_PATH];
+    copy(tmp, info.dli_fname);
+    rc = canonical(dirname(tmp), dir);
+  }
+  dlclose(h);
+  return rc;
+}
+
+/* NCCL's headers and library, first found wins: [build] nccl_home
+ * (CUCO_NCCL_HOME), the nvidia-nccl Python package, NCCL_HOME, next to
+ * nvcc, then wherever nvcc and the loader find them. */
 static void find_nccl(const struct config *cfg, struct toolchain *tc)
 {
   const char *home = config_get(cfg, "build", "nccl_home", NULL);
-  char dir[TC_PATH];
+  const char *env_home = getenv("NCCL_HOME");
+  char dir[TC_PATH], sib[TC_PATH + 16];
   const char *const py[] = {
       "python3", "-c",
       "import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])", NULL};
 
-  if (home) {
+  if (home) { /* configured: taken as is, never second-guessed */
     snprintf(tc->nccl_include, TC_PATH, "%s/include", home);
     snprintf(tc->nccl_lib, TC_PATH, "%s/lib", home);
   } else if (capture(py, dir, sizeof(dir)) == 0 &&
              path_exists(dir, "include/nccl.h")) {
     snprintf(tc->nccl_include, TC_PATH, "%s/include", dir);
     snprintf(tc->nccl_lib, TC_PATH, "%s/lib", dir);
-  } else if (tc->cuda_home[0]) {
+  } else if (env_home && *env_home &&
+             path_exists(env_home, "include/nccl.h")) {
+    snprintf(tc->nccl_include, TC_PATH, "%s/include", env_home);
+    snprintf(tc->nccl_lib, TC_PATH, "%s/lib", env_home);
+  } else if (tc->cuda_home[0] &&
+             path_exists(tc->cuda_home, "include/nccl.h")) {
     snprintf(tc->nccl_include, TC_PATH, "%s/include", tc->cuda_home);
     copy(tc->nccl_lib, tc->cuda_lib);
+  } else if (tc->nvcc[0] && nvcc_nccl_include(tc->nvcc, dir) == 0) {
+    copy(tc->nccl_include, dir);
+    /* the library usually sits beside the headers: ../lib64 or ../lib */
+    snprintf(sib, sizeof(sib), "%s/../lib64", dir);
+    if (!path_exists(sib, "libnccl.so.2"))
+      snprintf(sib, sizeof(sib), "%s/../lib", dir);
+    if (path_exists(sib, "libnccl.so.2") && canonical(sib, dir) == 0)
+      copy(tc->nccl_lib, dir);
   }
   if (!path_exists(tc->nccl_include, "nccl.h"))
     tc->nccl_include[0] = '\0';
   if (!path_exists(tc->nccl_lib, "libnccl.so.2")) {
     if (tc->cuda_lib[0] && path_exists(tc->cuda_lib, "libnccl.so.2"))
       copy(tc->nccl_lib, tc->cuda_lib);
+    else if (!home && loader_nccl_lib(dir) == 0)
+      copy(tc->nccl_lib, dir);
     else
       tc->nccl_lib[0] = '\0';
   }
@@ -137,7 +248,10 @@ int tc_probe(const struct config *cfg, struct toolchain *tc, struct err *e)
     v = strstr(out, ", V");
     if (v)
       sscanf(v + 3, "%63s", tc->nvcc_version);
-    copy(tmp, tc->nvcc);
+    /* nvcc may be a symlink (/usr/local/bin/nvcc -> .../cuda/bin/nvcc):
+     * CUDA's home is the one of the real file */
+    if (canonical(tc->nvcc, tmp))
+      copy(tmp, tc->nvcc);
     copy(tc->cuda_home, dirname(dirname(tmp)));
     snprintf(tc->cuda_lib, TC_PATH, "%s/lib64", tc->cuda_home);
   }

@@ -1,8 +1,10 @@
 /* toolchain.h - where nvcc, CUDA and NCCL are on this machine.
  *
  * Nothing is hard-coded: [build] nvcc / nccl_home / arch in cuco.ini, or
- * CUCO_NVCC / CUCO_NCCL_HOME / CUCO_CUDA_ARCH, else nvcc on PATH, NCCL from
- * the nvidia-nccl Python package when present, else next to nvcc.
+ * CUCO_NVCC / CUCO_NCCL_HOME / CUCO_CUDA_ARCH, else nvcc on PATH; NCCL from
+ * the nvidia-nccl Python package when present, else $NCCL_HOME, else next
+ * to nvcc, else wherever nvcc resolves <nccl.h> (`nvcc -M`: its target
+ * include directory, CPATH, /usr/include) and the loader libnccl.so.2.
  */
 #ifndef CUCO_TOOLCHAIN_H
 #define CUCO_TOOLCHAIN_H
@@ -16,7 +18,7 @@ struct config;
 struct toolchain {
   char nvcc[TC_PATH];         /* "" when not found */
   char nvcc_version[64];      /* "13.0.88", "" when unknown */
-  char cuda_home[TC_PATH];    /* dirname(dirname(nvcc)) */
+  char cuda_home[TC_PATH];    /* dirname(dirname(realpath(nvcc))) */
   char cuda_lib[TC_PATH];     /* directory of libcudart / libcublas */
   char nccl_include[TC_PATH]; /* directory holding nccl.h, "" if none */
   char nccl_lib[TC_PATH];     /* directory holding libnccl.so.2 */

@@ -39,5 +39,10 @@ for t in "$ROOT"/tests/cli/t[0-9]*.sh; do
   (cd "$ROOT" && timeout 1800 bash "$t") >"$log" 2>&1; rc=$?
   count "$n" "$log" $rc
 done
+# the failures again at the end: CI shows the tail of this output
+for n in "${failed_names[@]}"; do
+  echo "failed: $n"
+  grep -E '^not ok |^# ' "$LOGDIR/$n.log" | head -8 | cut -c1-300
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

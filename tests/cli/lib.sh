@@ -9,14 +9,20 @@ _n=0 _failed=0
 
 # ok NAME: pass; not_ok NAME WHY: fail
 ok() { _n=$((_n + 1)); echo "ok $_n - $1"; }
-not_ok() { _n=$((_n + 1)); _failed=$((_failed + 1)); echo "not ok $_n - $1"; echo "# $2"; }
+# not_ok NAME WHY: every line of WHY is a "# " line (the runner and CI show
+# only those; a multi-line stderr must not lose its error past line 1)
+not_ok() {
+  _n=$((_n + 1)); _failed=$((_failed + 1)); echo "not ok $_n - $1"
+  printf '%s\n' "$2" | sed 's/^/# /'
+}
 
 # expect_rc NAME RC CMD...: run CMD, compare its exit status
 expect_rc() {
   local name=$1 want=$2; shift 2
   "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?
   if [ "$rc" -eq "$want" ]; then ok "$name"
-  else not_ok "$name" "exit $rc, wanted $want; stderr: $(head -c 500 "$TMP/err")"; fi
+  else not_ok "$name" "exit $rc, wanted $want; stderr: $(head -c 300 "$TMP/err")
+... $(tail -c 700 "$TMP/err")"; fi
 }
 # expect_grep NAME FILE PATTERN
 expect_grep() {
