@@ -34,3 +34,38 @@ expect_no_grep() {
   else ok "$1"; fi
 }
 done_testing() { echo "1..$_n"; [ "$_failed" -eq 0 ]; }
+
+# check_cheats WL FIRSTLINE_RE MIN: the cheat suite under WL/cheats is
+# well-formed: each cheat's first line matches FIRSTLINE_RE (its
+# CUCO-EXPECT-REJECT), its second line is the seed's first, it differs from
+# WL/seed.cu only inside EVOLVE blocks (what the frozen-text check compares)
+# but does differ; MIN cheats or more (NCHEATS says how many).  When
+# WL/tools/make_cheats.py exists, it reproduces cheats/ byte for byte.
+frozen_text() { # the text outside EVOLVE blocks, minus a first CUCO-EXPECT-REJECT line
+  sed -e '1{/^\/\/ CUCO-EXPECT-REJECT:/d}' "$1" |
+    awk '/EVOLVE-BLOCK-START/{skip=1} !skip{print} /EVOLVE-BLOCK-END/{skip=0}'
+}
+check_cheats() {
+  local wl=$1 re=$2 min=$3 c b n=0
+  frozen_text "$wl/seed.cu" >"$TMP/seed.frozen"
+  for c in "$wl"/cheats/*.cu; do
+    [ -f "$c" ] || continue
+    b=$(basename "$c"); n=$((n + 1))
+    if head -1 "$c" | grep -qE -- "$re"; then ok "cheat $b has a CUCO-EXPECT-REJECT first line"
+    else not_ok "cheat $b has a CUCO-EXPECT-REJECT first line" "$(head -1 "$c")"; fi
+    frozen_text "$c" >"$TMP/c.frozen"
+    if [ "$(sed -n 2p "$c")" = "$(head -1 "$wl/seed.cu")" ] && cmp -s "$TMP/seed.frozen" "$TMP/c.frozen"; then
+      ok "cheat $b changes only the EVOLVE block"
+    else not_ok "cheat $b changes only the EVOLVE block" "$(diff "$TMP/seed.frozen" "$TMP/c.frozen" | head -5)"; fi
+    if cmp -s "$wl/seed.cu" "$c"; then not_ok "cheat $b differs from the seed" "identical"
+    else ok "cheat $b differs from the seed"; fi
+  done
+  NCHEATS=$n
+  if [ "$n" -ge "$min" ]; then ok "$min cheats or more ($n)"; else not_ok "$min cheats or more" "$n"; fi
+  [ -f "$wl/tools/make_cheats.py" ] || return 0
+  rm -rf "$TMP/mkwl" && mkdir -p "$TMP/mkwl/cheats" "$TMP/mkwl/tools"
+  cp "$wl/seed.cu" "$TMP/mkwl/" && cp "$wl/tools/make_cheats.py" "$TMP/mkwl/tools/"
+  (cd "$TMP/mkwl" && python3 tools/make_cheats.py) >"$TMP/mk.log" 2>&1
+  if diff -r "$TMP/mkwl/cheats" "$wl/cheats" >"$TMP/mk.diff"; then ok "tools/make_cheats.py reproduces cheats/"
+  else not_ok "tools/make_cheats.py reproduces cheats/" "$(head -5 "$TMP/mk.diff") $(cat "$TMP/mk.log")"; fi
+}

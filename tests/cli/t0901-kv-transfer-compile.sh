@@ -9,25 +9,7 @@
 
 WL=$ROOT/workloads/kv_transfer
 # --- static checks (no compiler needed) ---
-frozen() {  # the text outside EVOLVE blocks, minus a first CUCO-EXPECT-REJECT line
-  sed -e '1{/^\/\/ CUCO-EXPECT-REJECT:/d}' "$1" |
-    awk '/EVOLVE-BLOCK-START/{skip=1} !skip{print} /EVOLVE-BLOCK-END/{skip=0}'
-}
-frozen "$WL/seed.cu" >"$TMP/seed.frozen"
-for c in "$WL"/cheats/*.cu; do
-  b=$(basename "$c")
-  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+'; then
-    ok "cheat $b has a CUCO-EXPECT-REJECT first line"
-  else
-    not_ok "cheat $b has a CUCO-EXPECT-REJECT first line" "$(head -1 "$c")"
-  fi
-  frozen "$c" >"$TMP/c.frozen"
-  if [ "$(sed -n 2p "$c")" = "$(head -1 "$WL/seed.cu")" ] && cmp -s "$TMP/seed.frozen" "$TMP/c.frozen"; then
-    ok "cheat $b changes only the EVOLVE block"
-  else not_ok "cheat $b changes only the EVOLVE block" "$(diff "$TMP/seed.frozen" "$TMP/c.frozen" | head -5)"; fi
-  if cmp -s "$WL/seed.cu" "$c"; then not_ok "cheat $b differs from the seed" "identical"
-  else ok "cheat $b differs from the seed"; fi
-done
+check_cheats "$WL" '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+' 6
 awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -4 >"$TMP/evhead"
 expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
   '^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=per_peer issuer=cta chunk=1MiB$'

@@ -12,32 +12,7 @@
 
 WL=$ROOT/workloads/flash_attn_cp
 # --- static checks (no compiler needed) ---
-frozen() {  # the text outside EVOLVE blocks, minus a first CUCO-EXPECT-REJECT line
-  sed -e '1{/^\/\/ CUCO-EXPECT-REJECT:/d}' "$1" |
-    awk '/EVOLVE-BLOCK-START/{skip=1} !skip{print} /EVOLVE-BLOCK-END/{skip=0}'
-}
-frozen "$WL/seed.cu" >"$TMP/seed.frozen"
-ncheat=0
-for c in "$WL"/cheats/*.cu; do
-  b=$(basename "$c"); ncheat=$((ncheat + 1))
-  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: verify (recv-poison|poison|local-check|nan|snapshot|perturb|rel-l2|fresh-inputs)'; then
-    ok "cheat $b has a CUCO-EXPECT-REJECT first line naming its mechanism"
-  else not_ok "cheat $b has a CUCO-EXPECT-REJECT first line naming its mechanism" "$(head -1 "$c")"; fi
-  frozen "$c" >"$TMP/c.frozen"
-  if [ "$(sed -n 2p "$c")" = "$(head -1 "$WL/seed.cu")" ] && cmp -s "$TMP/seed.frozen" "$TMP/c.frozen"; then
-    ok "cheat $b changes only the EVOLVE block"
-  else not_ok "cheat $b changes only the EVOLVE block" "$(diff "$TMP/seed.frozen" "$TMP/c.frozen" | head -5)"; fi
-  if cmp -s "$WL/seed.cu" "$c"; then not_ok "cheat $b differs from the seed" "identical"
-  else ok "cheat $b differs from the seed"; fi
-done
-if [ "$ncheat" -ge 7 ]; then ok "7 cheats or more ($ncheat)"; else not_ok "7 cheats or more" "$ncheat"; fi
-if command -v python3 >/dev/null 2>&1; then
-  mkdir -p "$TMP/wl/cheats" && cp "$WL/seed.cu" "$TMP/wl/" && mkdir -p "$TMP/wl/tools" &&
-    cp "$WL/tools/make_cheats.py" "$TMP/wl/tools/"
-  (cd "$TMP/wl" && python3 tools/make_cheats.py) >"$TMP/mk.log" 2>&1
-  if diff -r "$TMP/wl/cheats" "$WL/cheats" >"$TMP/mk.diff"; then ok "tools/make_cheats.py reproduces cheats/"
-  else not_ok "tools/make_cheats.py reproduces cheats/" "$(head -5 "$TMP/mk.diff") $(cat "$TMP/mk.log")"; fi
-fi
+check_cheats "$WL" '^// CUCO-EXPECT-REJECT: verify (recv-poison|poison|local-check|nan|snapshot|perturb|rel-l2|fresh-inputs)' 7
 awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -6 >"$TMP/evhead"
 expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
   '^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=global issuer=cta chunk=1MiB$'
@@ -57,7 +32,7 @@ if [ -x "$CUCO" ]; then
   expect_rc "cuco eval --static-only passes the seed" 0 "$CUCO" eval --static-only "$WL"
   expect_rc "cuco eval --static-only --cheats: every cheat passes the static checks" 0 \
     "$CUCO" eval --static-only --cheats "$WL"
-  expect_grep "static cheat suite counts all" "$TMP/out" "cheats: $ncheat of $ncheat"
+  expect_grep "static cheat suite counts all" "$TMP/out" "cheats: $NCHEATS of $NCHEATS"
   sed 's|^static int nslots_for|extern "C" int wl_input_post(struct wl_ctx *, const char *, int, void *, unsigned long long, cudaStream_t) { return 0; }\nstatic int nslots_for|' \
     "$WL/seed.cu" >"$TMP/hook.cu"
   expect_rc "a candidate defining wl_input_post is refused" 1 \

@@ -8,34 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 WL=$ROOT/workloads/moe_dsv3
-frozen() {  # the text outside EVOLVE blocks, minus a first CUCO-EXPECT-REJECT line
-  sed -e '1{/^\/\/ CUCO-EXPECT-REJECT:/d}' "$1" |
-    awk '/EVOLVE-BLOCK-START/{skip=1} !skip{print} /EVOLVE-BLOCK-END/{skip=0}'
-}
-frozen "$WL/seed.cu" >"$TMP/seed.frozen"
-n_cheats=0
-for c in "$WL"/cheats/*.cu; do
-  b=$(basename "$c")
-  n_cheats=$((n_cheats + 1))
-  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+'; then
-    ok "cheat $b has a CUCO-EXPECT-REJECT first line"
-  else
-    not_ok "cheat $b has a CUCO-EXPECT-REJECT first line" "$(head -1 "$c")"
-  fi
-  frozen "$c" >"$TMP/c.frozen"
-  if [ "$(sed -n 2p "$c")" = "$(head -1 "$WL/seed.cu")" ] && cmp -s "$TMP/seed.frozen" "$TMP/c.frozen"; then
-    ok "cheat $b changes only the EVOLVE block"
-  else not_ok "cheat $b changes only the EVOLVE block" "$(diff "$TMP/seed.frozen" "$TMP/c.frozen" | head -5)"; fi
-  if cmp -s "$WL/seed.cu" "$c"; then not_ok "cheat $b differs from the seed" "identical"
-  else ok "cheat $b differs from the seed"; fi
-done
-if [ "$n_cheats" -ge 6 ]; then ok "six cheats or more"; else not_ok "six cheats or more" "$n_cheats"; fi
-# The generator reproduces the committed cheats from the committed seed.
-mkdir -p "$TMP/wl/cheats" "$TMP/wl/tools"
-cp "$WL/seed.cu" "$TMP/wl/" && cp "$WL/tools/make_cheats.py" "$TMP/wl/tools/"
-if (cd "$TMP/wl" && python3 tools/make_cheats.py) && diff -r "$WL/cheats" "$TMP/wl/cheats" >"$TMP/d"; then
-  ok "tools/make_cheats.py reproduces cheats/"
-else not_ok "tools/make_cheats.py reproduces cheats/" "$(head -5 "$TMP/d")"; fi
+check_cheats "$WL" '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+' 6
 awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -4 >"$TMP/evhead"
 expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
   '^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=global issuer=warp chunk=64MiB$'
@@ -48,7 +21,7 @@ expect_grep "baseline A static ok" "$TMP/out" "^baseline.cu: ok \(static checks\
 expect_grep "baseline B static ok" "$TMP/out" "baseline_overlap.cu: ok \(static checks\)"
 expect_rc "static: cheat suite" 0 "$CUCO" eval "$WL" --cheats --static-only
 expect_grep "every cheat passes static (caught later)" "$TMP/out" \
-  "cheats: $n_cheats of $n_cheats caught as expected"
+  "cheats: $NCHEATS of $NCHEATS caught as expected"
 sed 's/^\(\/\/ CUCO-DIRECTIVES .*\)sync=global/\1sync=per_peer/' "$WL/seed.cu" >"$TMP/pp.cu"
 expect_rc "sync outside the space rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/pp.cu" --static-only
 # The host copy of the routing would let a candidate skip the count
