@@ -153,24 +153,22 @@ static json_t *probe_llm(const struct config *cfg)
   return o;
 }
 
-json_t *doctor_probe(const struct config *cfg, struct err *e)
+json_t *doctor_describe(const struct config *cfg, const struct toolchain *tc,
+                        struct err *e)
 {
-  struct toolchain tc;
   char hv[32], lv[32];
   json_t *root, *nccl, *cuda;
 
-  if (tc_probe(cfg, &tc, e))
-    return NULL;
-  tc_version_str(tc.nccl_header_version, hv, sizeof(hv));
-  tc_version_str(tc.nccl_library_version, lv, sizeof(lv));
-  cuda =
-      json_pack("{s:s, s:s, s:s, s:s}", "nvcc", tc.nvcc, "nvcc_version",
-                tc.nvcc_version, "cuda_home", tc.cuda_home, "arch", tc.arch);
+  tc_version_str(tc->nccl_header_version, hv, sizeof(hv));
+  tc_version_str(tc->nccl_library_version, lv, sizeof(lv));
+  cuda = json_pack("{s:s, s:s, s:s, s:s}", "nvcc", tc->nvcc, "nvcc_version",
+                   tc->nvcc_version, "cuda_home", tc->cuda_home, "arch",
+                   tc->arch);
   nccl = json_pack("{s:s, s:s, s:s, s:s, s:b}", "header_version", hv,
-                   "library_version", lv, "include_dir", tc.nccl_include,
-                   "library_dir", tc.nccl_lib, "match",
-                   tc.nccl_header_version &&
-                       tc.nccl_header_version == tc.nccl_library_version);
+                   "library_version", lv, "include_dir", tc->nccl_include,
+                   "library_dir", tc->nccl_lib, "match",
+                   tc->nccl_header_version &&
+                       tc->nccl_header_version == tc->nccl_library_version);
   root = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "cuco_version",
                    CUCO_VERSION, "cpu", probe_cpu(), "os", probe_os(), "cuda",
                    cuda, "nccl", nccl, "gpus", probe_gpus(), "mpi",
@@ -178,6 +176,15 @@ json_t *doctor_probe(const struct config *cfg, struct err *e)
   if (!root)
     err_set(e, ERR_NOMEM, "out of memory building the description");
   return root;
+}
+
+json_t *doctor_probe(const struct config *cfg, struct err *e)
+{
+  struct toolchain tc;
+
+  if (tc_probe(cfg, &tc, e))
+    return NULL;
+  return doctor_describe(cfg, &tc, e);
 }
 
 static void print_text(json_t *d)

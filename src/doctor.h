@@ -7,10 +7,16 @@
 #include "err.h"
 
 struct config;
+struct toolchain;
 
 /* Probe this machine; returns a new JSON object (caller decrefs) or NULL
  * with *e set.  A machine without GPUs is not an error ("gpus.count": 0);
  * a broken toolchain is (ERR_BUILD). */
 json_t *doctor_probe(const struct config *cfg, struct err *e);
+
+/* The same description for a toolchain the caller has already probed
+ * (tc_probe runs nvcc, Python and maybe `nvcc -M`: not twice per command). */
+json_t *doctor_describe(const struct config *cfg, const struct toolchain *tc,
+                        struct err *e);
 
 #endif

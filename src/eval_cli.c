@@ -318,7 +318,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     }
     o.tc = &tc;
     if (!o.compile_only && !o.static_only) {
-      machine = doctor_probe(ctx->cfg, &e);
+      machine = doctor_describe(ctx->cfg, &tc, &e);
       if (!machine) {
         fprintf(stderr, "cuco eval: machine probe: %s\n", e.msg);
         goto out;

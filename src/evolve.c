@@ -516,9 +516,13 @@ static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
                    s->o.ranks, s->wl.name);
   if (!s->o.ranks)
     s->o.ranks = s->wl.nranks ? s->wl.ranks[0] : 1;
-  if (tc_probe(ctx->cfg, &s->tc, e) && s->wl.kind == WORKLOAD_RUNTIME)
-    return e->code;
-  s->machine = doctor_probe(ctx->cfg, e);
+  if (tc_probe(ctx->cfg, &s->tc, e)) {
+    if (s->wl.kind == WORKLOAD_RUNTIME)
+      return e->code;
+    s->machine = NULL; /* free-form: runs without a CUDA toolchain */
+  } else {
+    s->machine = doctor_describe(ctx->cfg, &s->tc, e);
+  }
   if (!s->machine && s->wl.kind == WORKLOAD_RUNTIME)
     return e->code;
   snprintf(path, sizeof(path), "%s/%s", s->wl.dir, s->wl.seed);

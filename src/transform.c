@@ -444,7 +444,7 @@ static int setup(struct tstate *t, const struct config *cfg,
     return err_set(e, ERR_BUILD,
                    "nvcc not found: transform builds every "
                    "candidate (set [build] nvcc or CUCO_NVCC)");
-  t->machine = doctor_probe(cfg, e);
+  t->machine = doctor_describe(cfg, &t->tc, e);
   if (!t->machine)
     return e->code;
   g = json_object_get(json_object_get(t->machine, "gpus"), "count");
