@@ -170,6 +170,28 @@ static int loader_nccl_lib(char *dir)
   return rc;
 }
 
+/* The library when it is not where the headers' source put it: beside the
+ * headers (../lib64, ../lib), beside CUDA's libraries, then (unless a
+ * configured nccl_home said otherwise) wherever the loader finds it. */
+static void find_nccl_lib(struct toolchain *tc, int configured)
+{
+  char cand[2][TC_PATH + 16], dir[TC_PATH];
+  int i;
+
+  tc->nccl_lib[0] = '\0';
+  snprintf(cand[0], sizeof(cand[0]), "%s/../lib64", tc->nccl_include);
+  snprintf(cand[1], sizeof(cand[1]), "%s/../lib", tc->nccl_include);
+  for (i = 0; i < 2 && tc->nccl_include[0] && !configured; i++)
+    if (path_exists(cand[i], "libnccl.so.2") && canonical(cand[i], dir) == 0) {
+      copy(tc->nccl_lib, dir);
+      return;
+    }
+  if (tc->cuda_lib[0] && path_exists(tc->cuda_lib, "libnccl.so.2"))
+    copy(tc->nccl_lib, tc->cuda_lib);
+  else if (!configured && loader_nccl_lib(dir) == 0)
+    copy(tc->nccl_lib, dir);
+}
+
 /* NCCL's headers and library, first found wins: [build] nccl_home
  * (CUCO_NCCL_HOME), the nvidia-nccl Python package, NCCL_HOME, next to
  * nvcc, then wherever nvcc and the loader find them. */
@@ -177,7 +199,7 @@ static void find_nccl(const struct config *cfg, struct toolchain *tc)
 {
   const char *home = config_get(cfg, "build", "nccl_home", NULL);
   const char *env_home = getenv("NCCL_HOME");
-  char dir[TC_PATH], sib[TC_PATH + 16];
+  char dir[TC_PATH];
   const char *const py[] = {
       "python3", "-c",
       "import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])", NULL};
@@ -199,23 +221,11 @@ static void find_nccl(const struct config *cfg, struct toolchain *tc)
     copy(tc->nccl_lib, tc->cuda_lib);
   } else if (tc->nvcc[0] && nvcc_nccl_include(tc->nvcc, dir) == 0) {
     copy(tc->nccl_include, dir);
-    /* the library usually sits beside the headers: ../lib64 or ../lib */
-    snprintf(sib, sizeof(sib), "%s/../lib64", dir);
-    if (!path_exists(sib, "libnccl.so.2"))
-      snprintf(sib, sizeof(sib), "%s/../lib", dir);
-    if (path_exists(sib, "libnccl.so.2") && canonical(sib, dir) == 0)
-      copy(tc->nccl_lib, dir);
   }
   if (!path_exists(tc->nccl_include, "nccl.h"))
     tc->nccl_include[0] = '\0';
-  if (!path_exists(tc->nccl_lib, "libnccl.so.2")) {
-    if (tc->cuda_lib[0] && path_exists(tc->cuda_lib, "libnccl.so.2"))
-      copy(tc->nccl_lib, tc->cuda_lib);
-    else if (!home && loader_nccl_lib(dir) == 0)
-      copy(tc->nccl_lib, dir);
-    else
-      tc->nccl_lib[0] = '\0';
-  }
+  if (!path_exists(tc->nccl_lib, "libnccl.so.2"))
+    find_nccl_lib(tc, home != NULL);
   if (tc->nccl_include[0])
     tc->nccl_header_version = header_version(tc->nccl_include);
   if (tc->nccl_lib[0])
