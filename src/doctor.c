@@ -355,8 +355,8 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
       rc = CMD_FAIL;
     }
   }
-  if (!strcmp(json_string_value(json_object_get(
-                  json_object_get(d, "sandbox"), "active")),
+  if (!strcmp(json_string_value(
+                  json_object_get(json_object_get(d, "sandbox"), "active")),
               "refused")) {
     log_error("doctor: [sandbox] mode is bwrap, but %s: candidates will not "
               "run",

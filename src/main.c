@@ -183,10 +183,11 @@ static void usage(FILE *f)
 {
   size_t i;
 
-  fprintf(f, "usage: cuco [-v|-q] [--config FILE] [--sandbox auto|bwrap|none]\n"
-             "            COMMAND [ARGS]\n\n"
-             "cuco co-designs computation and communication of multi-GPU\n"
-             "CUDA programs.  Commands:\n\n");
+  fprintf(f,
+          "usage: cuco [-v|-q] [--config FILE] [--sandbox auto|bwrap|none]\n"
+          "            COMMAND [ARGS]\n\n"
+          "cuco co-designs computation and communication of multi-GPU\n"
+          "CUDA programs.  Commands:\n\n");
   for (i = 0; i < NCOMMANDS; i++)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
   fprintf(f, "\n'cuco COMMAND --help' describes one command.\n");

@@ -439,7 +439,7 @@ sup_finish(const struct sup *s, pid_t leader, int leader_alive)
  * all of cuco's, pipes of other threads' children included. */
 static void sup_close_others(const int *keep, int n)
 {
-  int lo = 3, i, j, k[3];
+  int lo = 3, i, j, k[3] = {0, 0, 0};
 
   for (i = 0; i < n; i++)
     k[i] = keep[i];
@@ -462,8 +462,8 @@ static void sup_close_others(const int *keep, int n)
   }
 }
 
-static void __attribute__((noreturn)) sup_leader(const struct sup *s,
-                                                 int exec_w)
+static void __attribute__((noreturn))
+sup_leader(const struct sup *s, int exec_w)
 {
   struct sigaction dfl;
   sigset_t none;
@@ -791,7 +791,12 @@ int proc_run(const struct proc_opts *o, struct proc_result *res, struct err *e)
   res->candidate = o->sandbox != PROC_SANDBOX_OFF;
   sp.exe = exe;
   sp.argv = (char *const *)o->argv;
-  sp.classify = 1;
+  /* bwrap's own teardown (its init outliving it for a moment) is no
+   * stray: its PID namespace dies with it. */
+  {
+    const char *base = strrchr(exe, '/');
+    sp.classify = strcmp(base ? base + 1 : exe, "bwrap") != 0;
+  }
   if (o->sandbox != PROC_SANDBOX_OFF) {
     struct sandbox_state ss;
     sandbox_state(&ss);
@@ -828,8 +833,8 @@ void proc_result_release(struct proc_result *res)
 
 int proc_ok(const struct proc_result *res)
 {
-  return res->outcome == PROC_EXITED && res->exit_code == 0 &&
-         !res->strays && !res->held_output && !res->sup_lost;
+  return res->outcome == PROC_EXITED && res->exit_code == 0 && !res->strays &&
+         !res->held_output && !res->sup_lost;
 }
 
 const char *proc_describe(const struct proc_result *res, char *buf, size_t n)

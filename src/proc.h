@@ -65,8 +65,8 @@ struct proc_result {
   pid_t pid;
   int canceled; /* stopped through opts.cancel (outcome SIGNALED) */
   double wall_s;
-  struct buf out; /* captured stdout, out.toobig if cut */
-  struct buf err; /* captured stderr, err.toobig if cut */
+  struct buf out;  /* captured stdout, out.toobig if cut */
+  struct buf err;  /* captured stderr, err.toobig if cut */
   int strays;      /* processes left running when the child exited (or,
                       at the deadline, outside its process group): killed */
   int escaped;     /* of those (or at the deadline), how many had left the

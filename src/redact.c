@@ -85,17 +85,15 @@ const char *redact_getenv(const char *name)
  * *PASSWORD*, *PASSWD*, *CREDENTIAL* (any case). */
 static int secret_name(const char *kv, size_t klen)
 {
-  static const char *const inside[] = {"TOKEN", "SECRET", "PASSWORD",
+  static const char *const inside[] = {"TOKEN",  "SECRET",     "PASSWORD",
                                        "PASSWD", "CREDENTIAL", NULL};
   char up[128];
-  size_t i;
+  size_t i, l = klen < sizeof(up) - 1 ? klen : sizeof(up) - 1;
 
-  if (klen >= sizeof(up))
-    klen = sizeof(up) - 1;
-  for (i = 0; i < klen; i++)
+  for (i = 0; i < l; i++)
     up[i] = (char)toupper((unsigned char)kv[i]);
-  up[klen] = '\0';
-  if (klen >= 3 && !strcmp(up + klen - 3, "KEY"))
+  up[l] = '\0';
+  if (l >= 3 && up[l - 3] == 'K' && up[l - 2] == 'E' && up[l - 1] == 'Y')
     return 1;
   for (i = 0; inside[i]; i++)
     if (strstr(up, inside[i]))
@@ -127,7 +125,8 @@ int redact_init(const struct config *cfg, struct err *e)
   for (i = 0; environ && environ[i] && n < REDACT_MAX; i++) {
     char *kv = environ[i], *val;
     size_t klen = strcspn(kv, "=");
-    if (!kv[klen] || !(secret_name(kv, klen) || configured_name(cfg, kv, klen)))
+    if (!kv[klen] ||
+        !(secret_name(kv, klen) || configured_name(cfg, kv, klen)))
       continue;
     val = kv + klen + 1;
     if (!(names[n] = strndup(kv, klen))) {

@@ -35,8 +35,8 @@ const char *sandbox_kind_name(enum sandbox_kind k)
 int sandbox_configure(const struct config *cfg, const char *flag,
                       struct err *e)
 {
-  const struct config_entry *v = cfg ? config_find(cfg, "sandbox", "mode")
-                                     : NULL;
+  const struct config_entry *v =
+      cfg ? config_find(cfg, "sandbox", "mode") : NULL;
   const char *s = flag ? flag : v ? v->value : "auto";
   enum sandbox_mode m;
 
@@ -86,6 +86,7 @@ static void probe(void)
 
   memset(&st, 0, sizeof(st));
   st.mode = mode;
+  st.kind = SANDBOX_KIND_SUBREAPER; /* until bwrap is seen to work */
   if (mode == SANDBOX_NONE) {
     st.kind = SANDBOX_KIND_SUBREAPER;
     snprintf(st.why, sizeof(st.why), "[sandbox] mode is none");
@@ -129,10 +130,11 @@ static void probe(void)
                st.bwrap, sandbox_mode_name(mode));
     } else {
       char how[128], line[200];
+      st.kind = SANDBOX_KIND_SUBREAPER;
       first_line(*buf_str(&r.err) ? buf_str(&r.err) : buf_str(&r.out), line,
                  sizeof(line));
-      snprintf(st.why, sizeof(st.why), "%s cannot run here (%s: %s)",
-               st.bwrap, proc_describe(&r, how, sizeof(how)), line);
+      snprintf(st.why, sizeof(st.why), "%s cannot run here (%s: %s)", st.bwrap,
+               proc_describe(&r, how, sizeof(how)), line);
     }
     proc_result_release(&r);
   } else {

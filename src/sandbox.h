@@ -40,9 +40,9 @@ int sandbox_configure(const struct config *cfg, const char *flag,
 struct sandbox_state {
   enum sandbox_mode mode;
   enum sandbox_kind kind;
-  char bwrap[512];   /* its path, "" when not found */
-  char version[64];  /* "bubblewrap 0.8.0", "" when unknown */
-  char why[256];     /* one line: why this kind */
+  char bwrap[512];  /* its path, "" when not found */
+  char version[64]; /* "bubblewrap 0.8.0", "" when unknown */
+  char why[256];    /* one line: why this kind */
 };
 void sandbox_state(struct sandbox_state *out);
 

@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include "proc.h"
 #include "redact.h"
@@ -401,6 +402,33 @@ static void test_sandbox_refused(void **state)
   assert_false(r.sandboxed);
   proc_result_release(&r);
   assert_int_equal(sandbox_configure(NULL, "nonsense", &e), ERR_CONFIG);
+  {
+    /* a bwrap that cannot make namespaces (a container's seccomp, or
+     * user namespaces refused): auto falls back, naming its error */
+    char dir[] = "/tmp/cuco-bwrap-XXXXXX", fake[64], pathv[128];
+    FILE *f;
+    assert_non_null(mkdtemp(dir));
+    snprintf(fake, sizeof(fake), "%s/bwrap", dir);
+    f = fopen(fake, "w");
+    assert_non_null(f);
+    fputs("#!/bin/sh\necho 'bwrap: No permissions to creating new "
+          "namespace' >&2\nexit 1\n",
+          f);
+    fclose(f);
+    chmod(fake, 0755);
+    snprintf(pathv, sizeof(pathv), "%s:/usr/bin:/bin", dir);
+    setenv("PATH", pathv, 1);
+    assert_int_equal(sandbox_configure(NULL, "auto", &e), 0);
+    sandbox_state(&ss);
+    assert_int_equal(ss.kind, SANDBOX_KIND_SUBREAPER);
+    assert_non_null(strstr(ss.why, "cannot run here (exit 1: bwrap: No "
+                                   "permissions to creating new namespace)"));
+    assert_int_equal(sandbox_configure(NULL, "bwrap", &e), 0);
+    sandbox_state(&ss);
+    assert_int_equal(ss.kind, SANDBOX_KIND_REFUSED);
+    unlink(fake);
+    rmdir(dir);
+  }
   setenv("PATH", path, 1);
   free(path);
   sandbox_reset();

@@ -85,8 +85,7 @@ static void test_init_scrubs_environ(void **state)
   char *env;
   (void)state;
   assert_non_null(c);
-  assert_int_equal(config_set(c, "model.x", "api_key_env", "MY_LLM", NULL),
-                   0);
+  assert_int_equal(config_set(c, "model.x", "api_key_env", "MY_LLM", NULL), 0);
   /* Inherited variables live in the initial block (see main below). */
   env = read_environ(&n);
   assert_non_null(env);
