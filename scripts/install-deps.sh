@@ -4,7 +4,7 @@
 set -e
 PKGS="build-essential pkg-config libcurl4-openssl-dev libjansson-dev
 libsqlite3-dev libmicrohttpd-dev libinih-dev libxxhash-dev libcmocka-dev
-clang-format cppcheck sqlite3 python3 curl xxd
+clang-format cppcheck sqlite3 python3 curl xxd bubblewrap procps
 chromium chromium-driver"
 missing=""
 for p in $PKGS; do

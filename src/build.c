@@ -244,18 +244,30 @@ static void arg(struct argv_b *a, const char *s)
   a->v[a->n] = NULL;
 }
 
-/* Run one tool command, appending its output to log. */
-static int run_tool(const struct argv_b *a, double timeout, struct buf *log,
-                    struct err *e)
+/* Run one tool command, appending its output to log.  It compiles a
+ * candidate: sandboxed (proc.h), writable only the cache, the output's
+ * folder and the work dir. */
+static int run_tool(const struct build_opts *bo, const struct argv_b *a,
+                    double timeout, struct buf *log, struct err *e)
 {
   char **env = proc_env_new(proc_env_default_allow, NULL);
   struct proc_opts o = {0};
   struct proc_result r;
-  char how[128];
+  char how[128], outdir[PATHN];
+  const char *rw[4] = {bo->cache_dir, outdir, bo->work_dir, NULL};
   int rc, i;
 
   if (!env)
     return err_set(e, ERR_NOMEM, "out of memory");
+  snprintf(outdir, sizeof(outdir), "%s", bo->out_bin ? bo->out_bin : ".");
+  if (strrchr(outdir, '/'))
+    *strrchr(outdir, '/') = '\0';
+  else
+    snprintf(outdir, sizeof(outdir), ".");
+  if (!bo->work_dir)
+    rw[2] = NULL;
+  o.sandbox = PROC_SANDBOX_ISOLATED;
+  o.rw_dirs = rw;
   o.argv = a->v;
   o.envp = (const char *const *)env;
   o.timeout_s = timeout > 0 ? timeout : 300;
@@ -359,7 +371,7 @@ static void unit_compile(struct unit *u)
   arg(&a, u->src);
   arg(&a, "-o");
   arg(&a, tmp);
-  u->rc = run_tool(&a, o->timeout_s, &u->log, &u->err);
+  u->rc = run_tool(o, &a, o->timeout_s, &u->log, &u->err);
   if (u->rc == 0 && rename(tmp, u->obj))
     u->rc = err_set(&u->err, ERR_IO, "rename %s: %s", tmp, strerror(errno));
   if (u->rc)
@@ -519,7 +531,7 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     snprintf(libs[i], sizeof(libs[i]), "-l%s", o->wl->libs[i]);
     arg(&a, libs[i]);
   }
-  rc = run_tool(&a, o->timeout_s, log, e);
+  rc = run_tool(o, &a, o->timeout_s, log, e);
   if (rc == ERR_BUILD)
     err_wrap(e, "link");
 out:
@@ -654,7 +666,7 @@ static int build_freeform(const struct build_opts *o, struct build_result *r,
     return err_wrap(e, "%s [freeform] build", o->wl->ini_path);
   for (i = 0; argv[i]; i++)
     arg(&a, argv[i]);
-  rc = run_tool(&a, o->timeout_s, log, e);
+  rc = run_tool(o, &a, o->timeout_s, log, e);
   build_argv_free(argv);
   if (rc == 0 && !o->compile_only && access(o->out_bin, X_OK))
     rc = err_set(e, ERR_BUILD, "the build command made no executable {bin}");

@@ -6,6 +6,7 @@
  */
 #include "db.h"
 #include "llm.h"
+#include "redact.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -88,11 +89,22 @@ static double real_col(sqlite3_stmt *st, int i, double null_value)
              : sqlite3_column_double(st, i);
 }
 
-/* Bind helpers: NULL pointers and "unset" markers become SQL NULL. */
+/* Bind helpers: NULL pointers and "unset" markers become SQL NULL.  Text
+ * goes through redact.h: no configured secret reaches the database. */
 static int bind_text(sqlite3_stmt *st, int i, const char *s)
 {
-  return s ? sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT)
-           : sqlite3_bind_null(st, i);
+  char *r;
+  int rc;
+
+  if (!s)
+    return sqlite3_bind_null(st, i);
+  if (!redact_has(s))
+    return sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+  r = redact_text(s);
+  rc = r ? sqlite3_bind_text(st, i, r, -1, SQLITE_TRANSIENT)
+         : sqlite3_bind_text(st, i, REDACT_MARK, -1, SQLITE_STATIC);
+  free(r);
+  return rc;
 }
 
 static int bind_id(sqlite3_stmt *st, int i, int64_t v)

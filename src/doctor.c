@@ -15,6 +15,8 @@
 #include "llm.h"
 #include "log.h"
 #include "proc.h"
+#include "redact.h"
+#include "sandbox.h"
 #include "toolchain.h"
 #include "version.h"
 
@@ -149,8 +151,21 @@ static json_t *probe_llm(const struct config *cfg)
   json_object_set_new(o, "api_key_env", json_string(keyenv ? keyenv : ""));
   json_object_set_new(
       o, "api_key_set",
-      json_boolean(keyenv && getenv(keyenv) && *getenv(keyenv)));
+      json_boolean(keyenv && redact_getenv(keyenv) && *redact_getenv(keyenv)));
   return o;
+}
+
+/* Which isolation candidate children get, and why (sandbox.h). */
+static json_t *probe_sandbox(void)
+{
+  struct sandbox_state s;
+
+  sandbox_state(&s);
+  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:b}", "mode",
+                   sandbox_mode_name(s.mode), "active",
+                   sandbox_kind_name(s.kind), "bwrap", s.bwrap, "version",
+                   s.version, "why", s.why, "subreaper", 1, "secrets_redacted",
+                   redact_count() > 0);
 }
 
 json_t *doctor_describe(const struct config *cfg, const struct toolchain *tc,
@@ -173,6 +188,10 @@ json_t *doctor_describe(const struct config *cfg, const struct toolchain *tc,
                    CUCO_VERSION, "cpu", probe_cpu(), "os", probe_os(), "cuda",
                    cuda, "nccl", nccl, "gpus", probe_gpus(), "mpi",
                    probe_mpi(), "llm", probe_llm(cfg));
+  if (root && json_object_set_new(root, "sandbox", probe_sandbox())) {
+    json_decref(root);
+    root = NULL;
+  }
   if (!root)
     err_set(e, ERR_NOMEM, "out of memory building the description");
   return root;
@@ -239,6 +258,16 @@ static void print_text(json_t *d)
   printf("mpi:    mpirun %s, srun %s\n",
          json_is_string(json_object_get(m, "mpirun")) ? "yes" : "no",
          json_is_string(json_object_get(m, "srun")) ? "yes" : "no");
+  {
+    json_t *s = json_object_get(d, "sandbox");
+    const char *act = json_string_value(json_object_get(s, "active"));
+    printf("sandbox: %s (mode %s): %s\n",
+           !strcmp(act, "bwrap")       ? "bubblewrap + subreaper"
+           : !strcmp(act, "subreaper") ? "subreaper only, no namespaces"
+                                       : "REFUSED: candidates will not run",
+           json_string_value(json_object_get(s, "mode")),
+           json_string_value(json_object_get(s, "why")));
+  }
   printf("llm:    provider %s, model %s%s%s\n",
          json_string_value(json_object_get(l, "provider")),
          *json_string_value(json_object_get(l, "model"))
@@ -325,6 +354,15 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
                 hv, lv);
       rc = CMD_FAIL;
     }
+  }
+  if (!strcmp(json_string_value(
+                  json_object_get(json_object_get(d, "sandbox"), "active")),
+              "refused")) {
+    log_error("doctor: [sandbox] mode is bwrap, but %s: candidates will not "
+              "run",
+              json_string_value(
+                  json_object_get(json_object_get(d, "sandbox"), "why")));
+    rc = CMD_FAIL;
   }
   json_decref(d);
   return rc;

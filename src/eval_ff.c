@@ -98,6 +98,7 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
   po.argv = (const char *const *)argv;
   po.envp = (const char *const *)env;
   po.cwd = x->work_dir;
+  po.sandbox = PROC_SANDBOX_ISOLATED; /* the candidate runs (proc.h) */
   po.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
   po.out_max = FF_OUT_MAX;
   po.err_max = EVAL_LOG_MAX;

@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "proc.h"
+#include "redact.h"
 
 #define ARGS_MAX 128
 
@@ -22,6 +23,7 @@ struct rank_job {
   const char *cwd;
   double timeout_s;
   const volatile int *cancel;
+  const char *const *rw; /* writable in the sandbox */
   volatile int finished;
   int started_ok;
   struct proc_result res;
@@ -49,6 +51,8 @@ static void *rank_main(void *arg)
   o.out_max = LAUNCH_LOG_MAX;
   o.err_max = LAUNCH_LOG_MAX;
   o.cancel = j->cancel;
+  o.sandbox = PROC_SANDBOX_RANKS; /* a candidate's ranks (proc.h) */
+  o.rw_dirs = j->rw;
   j->started_ok = proc_run(&o, &j->res, &j->err) == 0;
   __atomic_store_n(&j->finished, 1, __ATOMIC_SEQ_CST);
   return NULL;
@@ -111,6 +115,7 @@ json_t *launch_read_result(const char *path, struct err *e)
     err_set(e, ERR_TOOBIG, "RESULT.json over %u bytes", LAUNCH_RESULT_MAX);
     goto fail;
   }
+  (void)redact_buf(&b); /* its strings are stored and shown */
   j = json_loadb(buf_str(&b), b.len, JSON_REJECT_DUPLICATES, &je);
   if (!j) {
     err_set(e, ERR_PARSE, "RESULT.json:%d: %s", je.line, je.text);
@@ -235,7 +240,8 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
 {
   struct rank_job *jobs;
   struct buf log = BUF_INIT(LAUNCH_LOG_MAX * 4);
-  char idfile[2048], ldp[8192], cvd[512], *extra[4];
+  char idfile[2048], ldp[8192], cvd[512], *extra[4], resdir[2048];
+  const char *rw[2] = {resdir, NULL};
   volatile int cancel = 0;
   double t0 = now_s(), fail_at = 0;
   int i, n = o->nranks, started = 0, rc = 0;
@@ -257,6 +263,11 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
     snprintf(p, sizeof(p), "%s.rank%d.progress", o->result_path, i);
     unlink(p);
   }
+  snprintf(resdir, sizeof(resdir), "%s", o->result_path);
+  if (strrchr(resdir, '/'))
+    *strrchr(resdir, '/') = '\0';
+  else
+    snprintf(resdir, sizeof(resdir), ".");
   lib_path(o->lib_dirs, ldp, sizeof(ldp));
   extra[0] = "NCCL_NVLS_ENABLE=0";
   extra[1] = ldp;
@@ -288,6 +299,7 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
     j->cwd = o->work_dir;
     j->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
     j->cancel = &cancel;
+    j->rw = rw;
     if (!j->env) {
       rc = err_set(e, ERR_NOMEM, "out of memory");
       break;

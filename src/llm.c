@@ -13,6 +13,7 @@
 #include "http.h"
 #include "llm_impl.h"
 #include "log.h"
+#include "redact.h"
 
 #define LLM_MAX_MODELS 32
 #define LLM_PROMPT_MAX (4u * 1024 * 1024)
@@ -280,7 +281,7 @@ static int get_key(const struct llm_model *m, const char **key, struct err *e)
   *key = NULL;
   if (!m->api_key_env[0])
     return 0;
-  *key = getenv(m->api_key_env);
+  *key = redact_getenv(m->api_key_env); /* main scrubbed the env */
   if (!*key || !**key)
     return err_set(e, ERR_CONFIG,
                    "llm %s (%s): environment variable %s (api_key_env) is "

@@ -4,6 +4,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "buf.h"
+#include "redact.h"
+
 static enum log_level threshold = LOG_INFO;
 
 void log_set_level(enum log_level lvl)
@@ -19,13 +22,15 @@ enum log_level log_get_level(void)
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
   static const char *const names[] = {"error", "warning", "info", "debug"};
+  struct buf b = BUF_INIT(64 * 1024);
   va_list ap;
 
   if (lvl > threshold)
     return;
-  fprintf(stderr, "cuco: %s: ", names[lvl]);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  (void)buf_vprintf(&b, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  (void)redact_buf(&b); /* the last line of defence (redact.h) */
+  fprintf(stderr, "cuco: %s: %s\n", names[lvl], buf_str(&b));
+  buf_release(&b);
 }

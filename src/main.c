@@ -8,6 +8,8 @@
 #include "cmd.h"
 #include "config.h"
 #include "log.h"
+#include "redact.h"
+#include "sandbox.h"
 #include "settings.h"
 #include "version.h"
 
@@ -181,9 +183,11 @@ static void usage(FILE *f)
 {
   size_t i;
 
-  fprintf(f, "usage: cuco [-v|-q] [--config FILE] COMMAND [ARGS]\n\n"
-             "cuco co-designs computation and communication of multi-GPU\n"
-             "CUDA programs.  Commands:\n\n");
+  fprintf(f,
+          "usage: cuco [-v|-q] [--config FILE] [--sandbox auto|bwrap|none]\n"
+          "            COMMAND [ARGS]\n\n"
+          "cuco co-designs computation and communication of multi-GPU\n"
+          "CUDA programs.  Commands:\n\n");
   for (i = 0; i < NCOMMANDS; i++)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
   fprintf(f, "\n'cuco COMMAND --help' describes one command.\n");
@@ -197,10 +201,11 @@ int main(int argc, char **argv)
       {"verbose", no_argument, NULL, 'v'},
       {"quiet", no_argument, NULL, 'q'},
       {"config", required_argument, NULL, 'c'},
+      {"sandbox", required_argument, NULL, 'S'},
       {NULL, 0, NULL, 0}};
   struct cmd_ctx ctx = {NULL, NULL, NULL};
   const struct cmd *c;
-  const char *cfgpath = NULL;
+  const char *cfgpath = NULL, *sandbox = NULL;
   struct err e = {0, ""};
   int opt, rc;
 
@@ -222,6 +227,9 @@ int main(int argc, char **argv)
     case 'c':
       cfgpath = optarg;
       break;
+    case 'S':
+      sandbox = optarg;
+      break;
     default:
       usage(stderr);
       return CMD_USAGE;
@@ -238,8 +246,10 @@ int main(int argc, char **argv)
     return CMD_USAGE;
   }
   ctx.self = c;
-  if (settings_load(&ctx, cfgpath, &e)) {
+  if (settings_load(&ctx, cfgpath, &e) ||
+      sandbox_configure(ctx.cfg, sandbox, &e) || redact_init(ctx.cfg, &e)) {
     fprintf(stderr, "cuco: %s\n", e.msg);
+    config_free(ctx.cfg);
     return CMD_FAIL;
   }
   {

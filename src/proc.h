@@ -2,9 +2,17 @@
  *
  * A child runs in its own process group with an explicit argv, an explicit
  * environment and working directory.  Its stdout and stderr are captured
- * up to a cap each.  Past the deadline the whole group gets SIGTERM, then
- * SIGKILL after a grace period; grandchildren die with it.  The outcome
- * (exit status, signal, timeout) is reported distinctly.
+ * up to a cap each.  Between cuco and the child sits a supervisor (a fork
+ * of cuco that never execs) that is the child subreaper of the child's
+ * whole tree: processes that setsid() or double-fork are reparented to it,
+ * not to init.  Past the deadline the tree gets SIGTERM, then SIGKILL after
+ * a grace period; when the child exits, whatever it left running is killed
+ * (after PROC_LINGER_S if it still holds the output pipes).  cuco stops
+ * waiting on the pipes at the deadline plus grace whoever holds them.  The
+ * outcome (exit status, signal, timeout) is reported distinctly, and
+ * left-over processes are named (proc_describe).  With .sandbox set the
+ * child runs under bubblewrap when sandbox.h says so.  Captured output has
+ * every secret of redact.h replaced.
  */
 #ifndef CUCO_PROC_H
 #define CUCO_PROC_H
@@ -28,7 +36,21 @@ struct proc_opts {
   const volatile int *cancel; /* NULL, or a flag another thread sets to
                                  stop the child early: its group gets
                                  SIGTERM then SIGKILL, res->canceled = 1 */
+  /* issue 21: the sandbox of a child run for a candidate */
+  int sandbox;                /* PROC_SANDBOX_*; 0: none (tools, probes) */
+  const char *const *rw_dirs; /* sandboxed: writable besides cwd, TMPDIR
+                                 and a private /tmp; NULL-terminated */
 };
+
+enum proc_sandbox {
+  PROC_SANDBOX_OFF = 0,
+  PROC_SANDBOX_ISOLATED = 1, /* no network */
+  PROC_SANDBOX_RANKS = 2,    /* host network, IPC and /dev/shm kept */
+};
+
+/* How long a process the child left behind may keep the output pipes open
+ * after the child exited before it is killed. */
+#define PROC_LINGER_S 1.0
 
 enum proc_outcome {
   PROC_EXITED = 0,   /* exit_code is valid */
@@ -43,8 +65,17 @@ struct proc_result {
   pid_t pid;
   int canceled; /* stopped through opts.cancel (outcome SIGNALED) */
   double wall_s;
-  struct buf out; /* captured stdout, out.toobig if cut */
-  struct buf err; /* captured stderr, err.toobig if cut */
+  struct buf out;  /* captured stdout, out.toobig if cut */
+  struct buf err;  /* captured stderr, err.toobig if cut */
+  int strays;      /* processes left running when the child exited (or,
+                      at the deadline, outside its process group): killed */
+  int escaped;     /* of those (or at the deadline), how many had left the
+                      child's process group (setpgid/setsid) */
+  int setsid;      /* of those, how many had called setsid() */
+  int held_output; /* a stray kept stdout/stderr open past PROC_LINGER_S */
+  int sup_lost;    /* the supervisor died early (killed by the child?) */
+  int sandboxed;   /* ran under bubblewrap */
+  int candidate;   /* opts.sandbox was set (the wording of proc_describe) */
 };
 
 /* Run a child to completion.  On success (the child ran, whatever its exit
@@ -55,11 +86,13 @@ int proc_run(const struct proc_opts *o, struct proc_result *res,
 
 void proc_result_release(struct proc_result *res);
 
-/* True when the child exited with status 0. */
+/* True when the child exited with status 0 and left nothing running. */
 int proc_ok(const struct proc_result *res);
 
 /* One line describing the outcome: "exit 3", "signal 11 (SIGSEGV)",
- * "timed out after 5.0 s".  Writes into buf of size n; returns buf. */
+ * "timed out after 5.0 s", followed by what was left behind: "; a process
+ * left by the candidate (setsid) held its output open: killed".  Writes
+ * into buf of size n; returns buf. */
 const char *proc_describe(const struct proc_result *res, char *buf, size_t n);
 
 /* Find an executable: cmd itself if it holds a '/', else the first

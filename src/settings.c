@@ -14,6 +14,7 @@ static const struct config_env_map env_map[] = {
     {"CUCO_NCCL_HOME", "build", "nccl_home"},
     {"CUCO_NVCC", "build", "nvcc"},
     {"CUCO_CUDA_ARCH", "build", "arch"},
+    {"CUCO_SANDBOX", "sandbox", "mode"},
 };
 
 int settings_load(struct cmd_ctx *ctx, const char *path, struct err *e)

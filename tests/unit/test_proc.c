@@ -12,7 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "proc.h"
+#include "redact.h"
+#include "sandbox.h"
 
 static char self[1024];
 
@@ -59,6 +65,51 @@ static int child_main(const char *mode, const char *arg)
     printf("partial output\n");
     fflush(stdout);
     sleep(30);
+    return 0;
+  }
+  if (!strcmp(mode, "setsid-hold") || !strcmp(mode, "setsid-hang") ||
+      !strcmp(mode, "daemon")) {
+    /* A grandchild leaves the group and the session and sleeps; with
+     * "daemon" it lets go of stdout/stderr, else it holds them open. */
+    pid_t gc = fork();
+    if (gc == 0) {
+      setsid();
+      signal(SIGTERM, SIG_IGN);
+      if (!strcmp(mode, "daemon")) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      for (;;)
+        pause();
+    }
+    FILE *f = fopen(arg, "w");
+    if (f) {
+      fprintf(f, "%d\n", (int)gc);
+      fclose(f);
+    }
+    printf("leader done\n");
+    fflush(stdout);
+    if (!strcmp(mode, "setsid-hang")) {
+      signal(SIGTERM, SIG_IGN);
+      sleep(30);
+    }
+    return 0;
+  }
+  if (!strcmp(mode, "say")) {
+    printf("%s\n", arg);
+    fprintf(stderr, "secret=%s\n", arg);
+    return 0;
+  }
+  if (!strcmp(mode, "nprocs")) {
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    int n = 0;
+    while (d && (de = readdir(d)))
+      n += de->d_name[0] >= '0' && de->d_name[0] <= '9';
+    if (d)
+      closedir(d);
+    printf("%d\n", n);
     return 0;
   }
   if (!strcmp(mode, "pwd")) {
@@ -205,6 +256,217 @@ static void test_env_and_cwd(void **state)
   proc_env_free(env);
 }
 
+/* Run a mode that leaves a grandchild; returns its pid. */
+static int run_leaving(const char *mode, double timeout, struct proc_result *r)
+{
+  char pidfile[] = "/tmp/cuco-proc-XXXXXX";
+  int fd = mkstemp(pidfile), gc = 0;
+  const char *const a[] = {self, "child", mode, pidfile, NULL};
+  FILE *f;
+
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(run(a, timeout, 0, r), 0);
+  f = fopen(pidfile, "r");
+  assert_non_null(f);
+  assert_int_equal(fscanf(f, "%d", &gc), 1);
+  fclose(f);
+  unlink(pidfile);
+  return gc;
+}
+
+static void assert_dead(int pid)
+{
+  int tries;
+
+  for (tries = 0; tries < 100 && alive(pid); tries++)
+    usleep(20000);
+  assert_false(alive(pid));
+}
+
+/* The leader exits 0 at once; a setsid grandchild holds stdout open.
+ * Before: proc_run waited on the pipe forever.  Now: killed after the
+ * linger, named in the verdict, and the run is not ok. */
+static void test_setsid_holding_output(void **state)
+{
+  struct proc_result r;
+  char d[256];
+  int gc;
+  (void)state;
+  gc = run_leaving("setsid-hold", 30, &r);
+  assert_true(r.wall_s < PROC_LINGER_S + 3);
+  assert_int_equal(r.outcome, PROC_EXITED);
+  assert_int_equal(r.exit_code, 0);
+  assert_true(r.held_output);
+  assert_int_equal(r.strays, 1);
+  assert_int_equal(r.setsid, 1);
+  assert_false(proc_ok(&r));
+  assert_string_equal(buf_str(&r.out), "leader done\n");
+  proc_describe(&r, d, sizeof(d));
+  assert_string_equal(d, "exit 0; a process left by the command (setsid) "
+                         "held its output open: killed");
+  assert_dead(gc);
+  proc_result_release(&r);
+}
+
+/* A proper daemon (setsid, output to /dev/null) outliving the leader. */
+static void test_daemon_killed(void **state)
+{
+  struct proc_result r;
+  char d[256];
+  int gc;
+  (void)state;
+  gc = run_leaving("daemon", 30, &r);
+  assert_true(r.wall_s < 3);
+  assert_false(r.held_output);
+  assert_int_equal(r.strays, 1);
+  assert_false(proc_ok(&r));
+  proc_describe(&r, d, sizeof(d));
+  assert_non_null(strstr(d, "1 process left running by the command (setsid)"));
+  assert_dead(gc);
+  proc_result_release(&r);
+}
+
+/* The leader hangs past the deadline; its setsid grandchild ignores
+ * SIGTERM and holds stdout: the deadline still holds. */
+static void test_timeout_setsid(void **state)
+{
+  struct proc_result r;
+  char d[256];
+  int gc;
+  (void)state;
+  gc = run_leaving("setsid-hang", 1.0, &r);
+  assert_int_equal(r.outcome, PROC_TIMEDOUT);
+  assert_true(r.wall_s < 1.0 + 0.3 + 3);
+  assert_int_equal(r.escaped, 1);
+  proc_describe(&r, d, sizeof(d));
+  assert_non_null(strstr(d, "timed out after"));
+  assert_non_null(strstr(d, "1 process that left its process group (setsid)"));
+  assert_dead(gc);
+  proc_result_release(&r);
+}
+
+static void test_output_redacted(void **state)
+{
+  const char *const a[] = {self, "child", "say", "sk-test-0123456789abcdef",
+                           NULL};
+  struct proc_result r;
+  (void)state;
+  assert_int_equal(redact_add("sk-test-0123456789abcdef"), 0);
+  assert_int_equal(run(a, 10, 0, &r), 0);
+  assert_string_equal(buf_str(&r.out), "[redacted]\n");
+  assert_string_equal(buf_str(&r.err), "secret=[redacted]\n");
+  proc_result_release(&r);
+  redact_reset();
+}
+
+static void test_exec_failure(void **state)
+{
+  const char *const a[] = {"/etc/passwd", NULL};
+  struct proc_opts o = {0};
+  struct proc_result r;
+  struct err e;
+  (void)state;
+  o.argv = a;
+  assert_int_equal(proc_run(&o, &r, &e), ERR_PROC);
+  assert_non_null(strstr(e.msg, "cannot start"));
+  proc_result_release(&r);
+}
+
+/* mode bwrap without bwrap: candidates are refused, never run bare. */
+static void test_sandbox_refused(void **state)
+{
+  const char *const a[] = {self, "child", "echo", "x", NULL};
+  const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
+  char *path = strdup(getenv("PATH"));
+  struct sandbox_state ss;
+  struct proc_opts o = {0};
+  struct proc_result r;
+  struct err e;
+  (void)state;
+  setenv("PATH", "/nonexistent", 1);
+  assert_int_equal(sandbox_configure(NULL, "bwrap", &e), 0);
+  sandbox_state(&ss);
+  assert_int_equal(ss.kind, SANDBOX_KIND_REFUSED);
+  assert_non_null(strstr(ss.why, "not installed"));
+  o.argv = a;
+  o.envp = env;
+  o.sandbox = PROC_SANDBOX_ISOLATED;
+  assert_int_equal(proc_run(&o, &r, &e), ERR_PROC);
+  assert_non_null(strstr(e.msg, "not run: [sandbox] mode is bwrap"));
+  proc_result_release(&r);
+  /* auto falls back (with a warning) and runs it under the subreaper */
+  assert_int_equal(sandbox_configure(NULL, "auto", &e), 0);
+  assert_int_equal(proc_run(&o, &r, &e), 0);
+  assert_true(proc_ok(&r));
+  assert_false(r.sandboxed);
+  proc_result_release(&r);
+  assert_int_equal(sandbox_configure(NULL, "nonsense", &e), ERR_CONFIG);
+  {
+    /* a bwrap that cannot make namespaces (a container's seccomp, or
+     * user namespaces refused): auto falls back, naming its error */
+    char dir[] = "/tmp/cuco-bwrap-XXXXXX", fake[64], pathv[128];
+    FILE *f;
+    assert_non_null(mkdtemp(dir));
+    snprintf(fake, sizeof(fake), "%s/bwrap", dir);
+    f = fopen(fake, "w");
+    assert_non_null(f);
+    fputs("#!/bin/sh\necho 'bwrap: No permissions to creating new "
+          "namespace' >&2\nexit 1\n",
+          f);
+    fclose(f);
+    chmod(fake, 0755);
+    snprintf(pathv, sizeof(pathv), "%s:/usr/bin:/bin", dir);
+    setenv("PATH", pathv, 1);
+    assert_int_equal(sandbox_configure(NULL, "auto", &e), 0);
+    sandbox_state(&ss);
+    assert_int_equal(ss.kind, SANDBOX_KIND_SUBREAPER);
+    assert_non_null(strstr(ss.why, "cannot run here (exit 1: bwrap: No "
+                                   "permissions to creating new namespace)"));
+    assert_int_equal(sandbox_configure(NULL, "bwrap", &e), 0);
+    sandbox_state(&ss);
+    assert_int_equal(ss.kind, SANDBOX_KIND_REFUSED);
+    unlink(fake);
+    rmdir(dir);
+  }
+  setenv("PATH", path, 1);
+  free(path);
+  sandbox_reset();
+}
+
+/* Where bwrap works: a fresh /proc shows the candidate's own few pids. */
+static void test_sandbox_bwrap(void **state)
+{
+  const char *const a[] = {self, "child", "nprocs", "", NULL};
+  const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
+  struct sandbox_state ss;
+  struct proc_opts o = {0};
+  struct proc_result r;
+  struct err e;
+  (void)state;
+  assert_int_equal(sandbox_configure(NULL, "auto", &e), 0);
+  sandbox_state(&ss);
+  if (ss.kind != SANDBOX_KIND_BWRAP) {
+    print_message("skipped: %s\n", ss.why);
+    sandbox_reset();
+    return;
+  }
+  o.argv = a;
+  o.envp = env;
+  o.cwd = "/tmp";
+  o.sandbox = PROC_SANDBOX_ISOLATED;
+  assert_int_equal(proc_run(&o, &r, &e), 0);
+  assert_true(proc_ok(&r));
+  assert_true(r.sandboxed);
+  assert_true(atoi(buf_str(&r.out)) < 5); /* cuco: allow atoi in a test */
+  proc_result_release(&r);
+  o.sandbox = PROC_SANDBOX_OFF;
+  assert_int_equal(proc_run(&o, &r, &e), 0);
+  assert_true(atoi(buf_str(&r.out)) >= 5); /* cuco: allow atoi in a test */
+  proc_result_release(&r);
+  sandbox_reset();
+}
+
 static void test_not_found(void **state)
 {
   const char *const a[] = {"definitely-not-a-command-xyz", NULL};
@@ -227,6 +489,13 @@ int main(int argc, char **argv)
       cmocka_unit_test(test_timeout_kills_group),
       cmocka_unit_test(test_env_and_cwd),
       cmocka_unit_test(test_not_found),
+      cmocka_unit_test(test_setsid_holding_output),
+      cmocka_unit_test(test_daemon_killed),
+      cmocka_unit_test(test_timeout_setsid),
+      cmocka_unit_test(test_output_redacted),
+      cmocka_unit_test(test_exec_failure),
+      cmocka_unit_test(test_sandbox_refused),
+      cmocka_unit_test(test_sandbox_bwrap),
   };
   if (argc >= 4 && !strcmp(argv[1], "child"))
     return child_main(argv[2], argv[3]);
