@@ -22,6 +22,7 @@ struct rank_job {
   const char *cwd;
   double timeout_s;
   const volatile int *cancel;
+  const char *stdin_data;
   volatile int finished;
   int started_ok;
   struct proc_result res;
@@ -49,6 +50,7 @@ static void *rank_main(void *arg)
   o.out_max = LAUNCH_LOG_MAX;
   o.err_max = LAUNCH_LOG_MAX;
   o.cancel = j->cancel;
+  o.stdin_data = j->stdin_data;
   j->started_ok = proc_run(&o, &j->res, &j->err) == 0;
   __atomic_store_n(&j->finished, 1, __ATOMIC_SEQ_CST);
   return NULL;
@@ -288,6 +290,7 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
     j->cwd = o->work_dir;
     j->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
     j->cancel = &cancel;
+    j->stdin_data = o->stdin_data;
     if (!j->env) {
       rc = err_set(e, ERR_NOMEM, "out of memory");
       break;

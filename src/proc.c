@@ -197,7 +197,7 @@ int proc_run(const struct proc_opts *o, struct proc_result *res, struct err *e)
   const char *const *envp = o->envp ? o->envp : empty_env;
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
-  int outp[2] = {-1, -1}, errp[2] = {-1, -1};
+  int outp[2] = {-1, -1}, errp[2] = {-1, -1}, inp[2] = {-1, -1};
   int pidfd = -1, status = 0, rc = ERR_PROC, reaped = 0;
   double start, deadline, kill_at = 0;
   int term_sent = 0, timed_out = 0;
@@ -217,6 +217,19 @@ int proc_run(const struct proc_opts *o, struct proc_result *res, struct err *e)
     err_set(e, ERR_PROC, "pipe: %s", strerror(errno));
     goto out_close;
   }
+  /* stdin_data: written whole before the start (a pipe holds 4 KiB or
+   * more), our end closed, so the child reads it and then EOF. */
+  if (o->stdin_data) {
+    size_t len = strlen(o->stdin_data);
+    if (len > 4096 || pipe2(inp, O_CLOEXEC) ||
+        write(inp[1], o->stdin_data, len) != (ssize_t)len) {
+      err_set(e, ERR_PROC, "stdin pipe: %s",
+              len > 4096 ? "data over 4 KiB" : strerror(errno));
+      goto out_close;
+    }
+    close(inp[1]);
+    inp[1] = -1;
+  }
   /* Our ends only: we poll them and must never block on one while the
    * other fills up.  The child's ends stay blocking. */
   fcntl(outp[0], F_SETFL, O_NONBLOCK);
@@ -234,8 +247,11 @@ int proc_run(const struct proc_opts *o, struct proc_result *res, struct err *e)
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all);
   }
-  posix_spawn_file_actions_addopen(
-      &fa, 0, o->stdin_path ? o->stdin_path : "/dev/null", O_RDONLY, 0);
+  if (inp[0] >= 0)
+    posix_spawn_file_actions_adddup2(&fa, inp[0], 0);
+  else
+    posix_spawn_file_actions_addopen(
+        &fa, 0, o->stdin_path ? o->stdin_path : "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
   posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
   if (o->cwd)
@@ -251,6 +267,9 @@ int proc_run(const struct proc_opts *o, struct proc_result *res, struct err *e)
     goto out_close;
   }
   res->pid = pid;
+  if (inp[0] >= 0)
+    close(inp[0]);
+  inp[0] = -1;
   close(outp[1]);
   close(errp[1]);
   outp[1] = errp[1] = -1;
@@ -305,6 +324,10 @@ int proc_run(const struct proc_opts *o, struct proc_result *res, struct err *e)
     res->outcome = PROC_TIMEDOUT;
   rc = 0;
 out_close:
+  if (inp[0] >= 0)
+    close(inp[0]);
+  if (inp[1] >= 0)
+    close(inp[1]);
   if (pidfd >= 0)
     close(pidfd);
   if (outp[0] >= 0)

@@ -28,6 +28,9 @@ struct proc_opts {
   const volatile int *cancel; /* NULL, or a flag another thread sets to
                                  stop the child early: its group gets
                                  SIGTERM then SIGKILL, res->canceled = 1 */
+  const char *stdin_data;     /* NULL, or bytes (at most 4 KiB) the child
+                                 reads from its stdin through a pipe, then
+                                 EOF; overrides stdin_path */
 };
 
 enum proc_outcome {
