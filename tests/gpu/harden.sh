@@ -35,6 +35,13 @@ export CUDA_DEVICE_MAX_CONNECTIONS=32
 unset CUDA_MODULE_LOADING  # the --vranks mode forces EAGER itself
 T_START=$(date +%s)
 
+# Issue 22 (the secret, the speed-of-light bound): a size whose output is
+# over 2^24 elements, so timed steps are sampled (a quarter, secret), and
+# whose GEMM takes long enough that skipping it beats the hardware bound.
+BIG="--mode bench --iters 40 --min-time 0.05 --params M=4096,K=4096,N=4608"
+# The two layered against public_steps: secret-steps OFF also switches the
+# bound off (else the bound still rejects it), and the bound's row runs with
+# the public step rule (a leaked choice) in both its ON and OFF runs.
 # mechanism | cheat | mode (r1 = real, 1 rank; v2 = virtual ranks, R = 2) |
 # --skip-check name | words the ON reason must contain | extra args
 TABLE="fresh-inputs|cached_output|r1|fresh-inputs|fresh-inputs|
@@ -47,7 +54,11 @@ perturb-hog|hog_race|r1|perturb-hog|perturb-hog|
 perturb-order|order_race|v2|perturb-order|perturb-order|
 local-check|row_error|r1|local-check|local-check: row|
 local-check (block)|block_error|r1|local-check|local-check: block|--local-tol 0.1 --block-tol 0.02
-timed-verify|counted_steps|r1|timed-verify|timed-verify|--mode bench --iters 20 --min-time 0.05"
+timed-verify|counted_steps|r1|timed-verify|timed-verify|--mode bench --iters 20 --min-time 0.05
+secret-steps|public_steps|r1|secret-steps --skip-check speed-of-light|timed-verify|$BIG
+speed-of-light|public_steps|r1|speed-of-light|speed-of-light|--skip-check secret-steps $BIG
+secret-inputs|regen_peers|v2|secret-inputs|rel-l2|
+secret-inputs (1 rank)|regen_peers|r1|secret-inputs|rel-l2|"
 # Recorded, not asserted: no_wait with real NCCL at 1 rank (depends on the
 # hardware queues), timing_escape (snapshot and host clock both catch it).
 EXTRA="perturb-delay (real, 1 rank)|no_wait|r1|perturb-delay|perturb-delay|
@@ -77,8 +88,8 @@ if [ -z "${HARDEN_FAKE:-}" ]; then
     "${NV[@]}" "$@" -c "$src" -o "$W/$o.o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $tag $o" >>"$BLOG"
   }
   REAL=(seed baseline cached_output input_mutation masked_recv late_write escaped_tail no_wait
-    hog_race row_error block_error timing_escape counted_steps)
-  VIRT=(seed no_wait order_race)
+    hog_race row_error block_error timing_escape counted_steps public_steps regen_peers)
+  VIRT=(seed no_wait order_race regen_peers)
   todo=()
   add() { todo+=("$*"); }
   for f in runtime/*.cu $WL/reference.cu; do
@@ -122,8 +133,10 @@ if [ -z "${HARDEN_FAKE:-}" ]; then
 
 else
   for n in seed baseline cached_output input_mutation masked_recv late_write escaped_tail no_wait \
-    hog_race row_error block_error timing_escape counted_steps; do ln -sf "$HARDEN_FAKE" "$W/r_$n"; done
-  for n in seed no_wait order_race; do ln -sf "$HARDEN_FAKE" "$W/v_$n"; done
+    hog_race row_error block_error timing_escape counted_steps public_steps regen_peers; do
+    ln -sf "$HARDEN_FAKE" "$W/r_$n"
+  done
+  for n in seed no_wait order_race regen_peers; do ln -sf "$HARDEN_FAKE" "$W/v_$n"; done
 fi
 
 # ---- one run: LABEL KIND(on|off|control|extra) MECH WANT_RC WANT_WORDS BIN ARGS...
@@ -133,8 +146,10 @@ run() {
   local out=$W/r_$label.json rc
   rm -f "$out"
   echo "== $label: $bin $*" >>"$LOG"
+  local params=(--params M=200,K=136,N=120)
+  case " $* " in *" --params "*) params=() ;; esac
   timeout 120 "$W/$bin" --out "$out" --workload gemm_allgather --impl "$bin" --mode verify \
-    --params M=200,K=136,N=120 --seed 11 "$@" >>"$LOG" 2>&1
+    "${params[@]}" --seed 11 "$@" >>"$LOG" 2>&1
   rc=$?
   echo "-- exit $rc" >>"$LOG"
   python3 - "$label" "$kind" "$mech" "$want" "$words" "$bin" "$rc" "$out" "$*" >>"$RES" <<'PY'
@@ -162,6 +177,8 @@ run control_baseline_r1 control - 0 "" r_baseline --perturb
 run control_seed_v2 control - 0 "" v_seed --perturb --vranks 2
 run control_block_tols_seed control - 0 "" r_seed --perturb --local-tol 0.1 --block-tol 0.02
 run control_seed_bench control - 0 "" r_seed --mode bench --iters 20 --min-time 0.05
+# shellcheck disable=SC2086
+run control_seed_bench_big control - 0 "" r_seed $BIG
 pairs() { # TABLE_TEXT KIND_PREFIX
   local IFS_OLD=$IFS
   while IFS='|' read -r mech cheat mode skip words extra; do
@@ -173,7 +190,7 @@ pairs() { # TABLE_TEXT KIND_PREFIX
       "$(bin_for "$mode" "$cheat")" --perturb $(args_for "$mode") $extra
     # shellcheck disable=SC2046,SC2086
     run "${2}off_$tag" "$([ "$2" = x_ ] && echo extra || echo off)" "$mech" 0 "" \
-      "$(bin_for "$mode" "$cheat")" --perturb $(args_for "$mode") --skip-check "$skip" $extra
+      "$(bin_for "$mode" "$cheat")" --perturb $(args_for "$mode") --skip-check $skip $extra
   done <<<"$1"
   IFS=$IFS_OLD
 }
