@@ -82,7 +82,7 @@ const char *rt_dtype_name(int dtype);
 int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s);
 void rt_ctx_release(struct wl_ctx *ctx);
 
-// rt_secret.cu: the per-run secret in a PROT_NONE page (docs/contracts.md 4b).
+// rt_secret.cu: the per-run secret in a PROT_NONE page (docs/contracts.md 4d).
 // Read the secret from FD (>= 0; closed after) or draw it (FD < 0). 0 or -1.
 int rt_secret_init(int fd);
 int rt_secret_drawn(void);              // drawn here, not handed in

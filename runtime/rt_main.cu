@@ -301,7 +301,7 @@ struct timing {
   int steps;
   double median, p10, p90, lo, hi, mean, host_median;
   double samples[RT_MAX_SAMPLES];
-  // speed-of-light (docs/contracts.md 4c): have = the reference declared work
+  // speed-of-light (docs/contracts.md 4e): have = the reference declared work
   int have_bound;
   struct wl_work work;
   struct rt_peaks peaks;

@@ -1,4 +1,4 @@
-// runtime/rt_secret.cu - the per-run secret (docs/contracts.md section 4b).
+// runtime/rt_secret.cu - the per-run secret (docs/contracts.md section 4d).
 //
 // 128 bits handed to every rank by cuco over a pipe (--secret-fd N: read,
 // then closed, before wl_setup) or drawn here from getrandom when a binary

@@ -1,5 +1,5 @@
 /* runtime/rt_sol.h - the speed-of-light bound (plain C; the runtime and
- * tests/unit/test_sol.c include it).  docs/contracts.md section 4c.
+ * tests/unit/test_sol.c include it).  docs/contracts.md section 4e.
  *
  * A workload's trusted reference declares the minimal work of one step of
  * one rank (wl_work, runtime.h); a step cannot take less than

@@ -88,7 +88,7 @@ void wl_teardown(struct wl_ctx *ctx);
 int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p,
                  const char *output_name, void *expected_dev);
 
-/* Minimal work of ONE step of ONE rank (docs/contracts.md section 4c),
+/* Minimal work of ONE step of ONE rank (docs/contracts.md section 4e),
  * counted honestly: each input read once, each output written once, no
  * intermediate traffic; causal attention counts its lower triangle; MoE its
  * routed tokens; bytes that must cross the link into or out of this rank

@@ -520,7 +520,7 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
         logsum += log(med);
         if (rel > worst_rel)
           worst_rel = rel;
-        if (frac > 0) { /* docs/contracts.md section 4c */
+        if (frac > 0) { /* docs/contracts.md section 4e */
           fracsum += log(frac);
           nfrac++;
         }

@@ -78,7 +78,7 @@ struct eval_opts {
   unsigned long seed;         /* input seed; 0 = 1234 */
   const char *secret;         /* 32 hex digits: the per-run secret of every
                                  run (a replay); NULL = a fresh one drawn
-                                 per run (docs/contracts.md section 4b) */
+                                 per run (docs/contracts.md section 4d) */
   eval_progress_fn progress;
   void *progress_ud;
 };

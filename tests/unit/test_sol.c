@@ -3,7 +3,7 @@
  * every size of every workload.ini, at 1, 2, 4 and 8 ranks, the declared
  * flops / HBM bytes / link bytes equal the values computed by hand (an
  * independent script, tests/unit/sol_wants.py, printed the table below;
- * see docs/contracts.md 4c for the rules).  A size added to a workload.ini
+ * see docs/contracts.md 4e for the rules).  A size added to a workload.ini
  * without a row here fails. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* workloads/flash_attn_cp/wl_work.h - the minimal work of one step of one
- * rank (FROZEN, trusted: the speed-of-light bound, docs/contracts.md 4c).
+ * rank (FROZEN, trusted: the speed-of-light bound, docs/contracts.md 4e).
  * Plain C: reference.cu and tests/unit/test_sol.c include it.
  * S tokens in 2R chunks (each >= floor(S/2R) tokens), rank r holds two
  * (zigzag: r and 2R-1-r; CONTIG=1: 2r and 2r+1).

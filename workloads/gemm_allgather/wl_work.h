@@ -1,5 +1,5 @@
 /* workloads/gemm_allgather/wl_work.h - the minimal work of one step of one
- * rank (FROZEN, trusted: the speed-of-light bound, docs/contracts.md 4c).
+ * rank (FROZEN, trusted: the speed-of-light bound, docs/contracts.md 4e).
  * Plain C: reference.cu and tests/unit/test_sol.c include it.
  *   flops : 2 M K N/R (C_r = A[M,K] x B_r[K,N/R])
  *   HBM   : read A_r [M/R,K] and B_r [K,N/R] once, write C_r [M,N/R] once

@@ -1,5 +1,5 @@
 /* workloads/kv_transfer/wl_work.h - the minimal work of one step of one
- * rank (FROZEN, trusted: the speed-of-light bound, docs/contracts.md 4c).
+ * rank (FROZEN, trusted: the speed-of-light bound, docs/contracts.md 4e).
  * Plain C: reference.cu and tests/unit/test_sol.c include it.
  * P = ceil(R/2) prefill ranks (1 at R = 1) of S tokens each (NREQ requests
  * of LEN tokens; AWK=1: lengths 1,15,16,17,1000 cycled); W = HKV*HD.

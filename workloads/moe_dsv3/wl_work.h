@@ -1,5 +1,5 @@
 /* workloads/moe_dsv3/wl_work.h - the minimal work of one step of one rank
- * (FROZEN, trusted: the speed-of-light bound, docs/contracts.md 4c).  Plain
+ * (FROZEN, trusted: the speed-of-light bound, docs/contracts.md 4e).  Plain
  * C: reference.cu and tests/unit/test_sol.c include it.  Dropless top-K:
  * the world routes exactly T R K (token, expert) pairs, T K per rank on
  * average (the slowest rank does at least the average).
