@@ -14,8 +14,12 @@
 //          which is delayed again after the barrier: a step that does not
 //          order its work after rt_stream reads stale inputs or poison;
 //   hog:   plain preparation, then a frozen SM/HBM hog (rt_hog) co-runs
-//          beside one rank for 1-5 ms: kernels that assumed an order
-//          ("done by then") see it flip;
+//          beside one rank for 1-5 ms plus twice the slowest plain step,
+//          resident on every SM before wl_step is called (the host waits
+//          for it): kernels that assumed an order ("done by then") see it
+//          flip;
+// Victims, lengths and the verified timed steps are PRFs of the per-run
+// secret (rt_secret.cu); the speed-of-light bound judges the bench median.
 //   order: plain preparation, then one rank's launch is delayed on the host
 //          by 1-5 ms (the launch order of the ranks varies).
 #include <math.h>

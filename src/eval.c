@@ -431,8 +431,8 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
           json_object_get(json_object_get(lr.result, "verify"), "passed"))) {
     const char *er = json_string_value(json_object_get(lr.result, "error"));
     if (er && *er)
-      eval_fail(r, o, st, "failed", "size %s: %s (rank 0 exit %d)%s",
-                s->name, er, lr.exit_code, replay);
+      eval_fail(r, o, st, "failed", "size %s: %s (rank 0 exit %d)%s", s->name,
+                er, lr.exit_code, replay);
     else
       eval_fail(r, o, st, "failed", "size %s: %s", s->name, lr.what);
     goto fail;
@@ -454,9 +454,9 @@ static json_t *slim(json_t *res)
 {
   json_t *o = json_object();
   static const char *const keep[] = {
-      "params",        "size",   "nranks", "vranks",
-      "protocol_test", "mode",   "status", "error",
-      "verify",        "timing", "bound",  "replay", NULL};
+      "params", "size",   "nranks", "vranks", "protocol_test",
+      "mode",   "status", "error",  "verify", "timing",
+      "bound",  "replay", NULL};
   int i;
 
   for (i = 0; keep[i]; i++) {

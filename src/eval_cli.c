@@ -283,9 +283,12 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       o.seed = (unsigned long)lv;
       break;
     case 'K':
-      if (strlen(optarg) != 32 || strspn(optarg, "0123456789abcdefABCDEF") != 32) {
-        rc = cmd_bad_usage(ctx, "--secret: '%s' is not 32 hex digits (a "
-                           "RESULT.json replay.secret)", optarg);
+      if (strlen(optarg) != 32 ||
+          strspn(optarg, "0123456789abcdefABCDEF") != 32) {
+        rc = cmd_bad_usage(ctx,
+                           "--secret: '%s' is not 32 hex digits (a "
+                           "RESULT.json replay.secret)",
+                           optarg);
         goto out;
       }
       o.secret = optarg;

@@ -61,20 +61,32 @@ static const struct want wants[] = {
     {"gemm_allgather", "mid_a", 4, 1, 540768000.0, 1580768.0, 1548000.0},
     {"gemm_allgather", "mid_a", 8, 7, 270384000.0, 790384.0, 1806000.0},
     {"gemm_allgather", "full_4k", 1, 0, 1924145348608.0, 771751936.0, 0},
-    {"gemm_allgather", "full_4k", 2, 0, 962072674304.0, 385875968.0, 33554432.0},
-    {"gemm_allgather", "full_4k", 2, 1, 962072674304.0, 385875968.0, 33554432.0},
-    {"gemm_allgather", "full_4k", 4, 1, 481036337152.0, 192937984.0, 50331648.0},
-    {"gemm_allgather", "full_4k", 8, 7, 240518168576.0, 96468992.0, 58720256.0},
+    {"gemm_allgather", "full_4k", 2, 0, 962072674304.0, 385875968.0,
+     33554432.0},
+    {"gemm_allgather", "full_4k", 2, 1, 962072674304.0, 385875968.0,
+     33554432.0},
+    {"gemm_allgather", "full_4k", 4, 1, 481036337152.0, 192937984.0,
+     50331648.0},
+    {"gemm_allgather", "full_4k", 8, 7, 240518168576.0, 96468992.0,
+     58720256.0},
     {"gemm_allgather", "full_8k", 1, 0, 3848290697216.0, 1073741824.0, 0},
-    {"gemm_allgather", "full_8k", 2, 0, 1924145348608.0, 536870912.0, 67108864.0},
-    {"gemm_allgather", "full_8k", 2, 1, 1924145348608.0, 536870912.0, 67108864.0},
-    {"gemm_allgather", "full_8k", 4, 1, 962072674304.0, 268435456.0, 100663296.0},
-    {"gemm_allgather", "full_8k", 8, 7, 481036337152.0, 134217728.0, 117440512.0},
+    {"gemm_allgather", "full_8k", 2, 0, 1924145348608.0, 536870912.0,
+     67108864.0},
+    {"gemm_allgather", "full_8k", 2, 1, 1924145348608.0, 536870912.0,
+     67108864.0},
+    {"gemm_allgather", "full_8k", 4, 1, 962072674304.0, 268435456.0,
+     100663296.0},
+    {"gemm_allgather", "full_8k", 8, 7, 481036337152.0, 134217728.0,
+     117440512.0},
     {"gemm_allgather", "full_16k", 1, 0, 7696581394432.0, 1677721600.0, 0},
-    {"gemm_allgather", "full_16k", 2, 0, 3848290697216.0, 838860800.0, 134217728.0},
-    {"gemm_allgather", "full_16k", 2, 1, 3848290697216.0, 838860800.0, 134217728.0},
-    {"gemm_allgather", "full_16k", 4, 1, 1924145348608.0, 419430400.0, 201326592.0},
-    {"gemm_allgather", "full_16k", 8, 7, 962072674304.0, 209715200.0, 234881024.0},
+    {"gemm_allgather", "full_16k", 2, 0, 3848290697216.0, 838860800.0,
+     134217728.0},
+    {"gemm_allgather", "full_16k", 2, 1, 3848290697216.0, 838860800.0,
+     134217728.0},
+    {"gemm_allgather", "full_16k", 4, 1, 1924145348608.0, 419430400.0,
+     201326592.0},
+    {"gemm_allgather", "full_16k", 8, 7, 962072674304.0, 209715200.0,
+     234881024.0},
     {"flash_attn_cp", "v_tiny", 1, 0, 1204224.0, 62208, 0},
     {"flash_attn_cp", "v_tiny", 2, 0, 602112.0, 31104, 6144},
     {"flash_attn_cp", "v_tiny", 2, 1, 602112.0, 31104, 3072},
@@ -127,9 +139,12 @@ static const struct want wants[] = {
     {"flash_attn_cp", "long", 8, 7, 17592320262144.0, 337641472, 134217728},
     {"flash_attn_cp", "mid_contig", 1, 0, 549822922752.0, 168820736, 0},
     {"flash_attn_cp", "mid_contig", 2, 0, 1099578736640.0, 168820736, 0},
-    {"flash_attn_cp", "mid_contig", 2, 1, 1099578736640.0, 168820736, 33554432},
-    {"flash_attn_cp", "mid_contig", 4, 1, 2199090364416.0, 168820736, 33554432},
-    {"flash_attn_cp", "mid_contig", 8, 7, 4398113619968.0, 168820736, 67108864},
+    {"flash_attn_cp", "mid_contig", 2, 1, 1099578736640.0, 168820736,
+     33554432},
+    {"flash_attn_cp", "mid_contig", 4, 1, 2199090364416.0, 168820736,
+     33554432},
+    {"flash_attn_cp", "mid_contig", 8, 7, 4398113619968.0, 168820736,
+     67108864},
     {"flash_attn_cp", "paper_4k", 1, 0, 68736253952.0, 42467328, 0},
     {"flash_attn_cp", "paper_4k", 2, 0, 34368126976.0, 21233664, 4194304},
     {"flash_attn_cp", "paper_4k", 2, 1, 34368126976.0, 21233664, 2097152},
@@ -253,14 +268,16 @@ static const struct want wants[] = {
     {"moe_dsv3", "paper_5", 2, 1, 360777252864, 161480704.0, 0},
 };
 
-static void close_to(double got, double want, const char *what, const struct want *w)
+static void close_to(double got, double want, const char *what,
+                     const struct want *w)
 {
   if (!(fabs(got - want) <= 1e-9 * fabs(want) + 1e-9))
-    fail_msg("%s %s R=%d rank %d: %s %.17g, want %.17g", w->wl, w->size, w->R, w->rank,
-             what, got, want);
+    fail_msg("%s %s R=%d rank %d: %s %.17g, want %.17g", w->wl, w->size, w->R,
+             w->rank, what, got, want);
 }
 
-static int (*work_fn(const char *wl))(const struct wl_problem *, struct wl_work *)
+static int (*work_fn(const char *wl))(const struct wl_problem *,
+                                      struct wl_work *)
 {
   if (!strcmp(wl, "gemm_allgather"))
     return gemm_ag_work;
@@ -273,7 +290,8 @@ static int (*work_fn(const char *wl))(const struct wl_problem *, struct wl_work 
   return NULL;
 }
 
-static void to_problem(const char *params, int R, int rank, struct wl_problem *p)
+static void to_problem(const char *params, int R, int rank,
+                       struct wl_problem *p)
 {
   char buf[256], *save = NULL, *tok;
 
@@ -281,7 +299,8 @@ static void to_problem(const char *params, int R, int rank, struct wl_problem *p
   p->nranks = R;
   p->rank = rank;
   snprintf(buf, sizeof(buf), "%s", params);
-  for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+  for (tok = strtok_r(buf, ",", &save); tok;
+       tok = strtok_r(NULL, ",", &save)) {
     char *eq = strchr(tok, '=');
     assert_non_null(eq);
     *eq = '\0';
@@ -293,8 +312,8 @@ static void to_problem(const char *params, int R, int rank, struct wl_problem *p
 /* Every table row matches, and every size of every workload.ini has rows. */
 static void test_declared_work(void **state)
 {
-  static const char *const wls[] = {"gemm_allgather", "flash_attn_cp", "kv_transfer",
-                                    "moe_dsv3"};
+  static const char *const wls[] = {"gemm_allgather", "flash_attn_cp",
+                                    "kv_transfer", "moe_dsv3"};
   static struct workload w;
   size_t i, k;
   int s;
@@ -326,9 +345,9 @@ static void test_declared_work(void **state)
           assert_true(got.link_bytes == 0);
       }
       if (rows < 1)
-        fail_msg("%s size %s: no hand-computed row in test_sol.c", wls[k], w.sizes[s].name);
+        fail_msg("%s size %s: no hand-computed row in test_sol.c", wls[k],
+                 w.sizes[s].name);
     }
-
   }
 }
 
@@ -351,8 +370,8 @@ static void test_bad_problem(void **state)
   assert_true(moe_work(&p, &w) < 0);
 }
 
-static struct rt_devinfo dev(const char *name, int major, int sms, double clk_mhz,
-                             double mem_mhz, double bus)
+static struct rt_devinfo dev(const char *name, int major, int sms,
+                             double clk_mhz, double mem_mhz, double bus)
 {
   struct rt_devinfo d;
 
@@ -379,7 +398,8 @@ static void test_peaks(void **state)
   assert_non_null(strstr(p.source, "H200"));
   d = dev("NVIDIA H100 80GB HBM3", 9, 132, 1500, 2600, 5120);
   assert_int_equal(rt_sol_peaks(&d, &p), 1);
-  assert_true(p.bf16_flops == 989e12 && p.hbm_Bps == 3.35e12 && p.link_Bps == 450e9);
+  assert_true(p.bf16_flops == 989e12 && p.hbm_Bps == 3.35e12 &&
+              p.link_Bps == 450e9);
   /* at 1.98 GHz the SMs could exceed the datasheet: 132*1.98e9*4096 */
   d = dev("NVIDIA H100 80GB HBM3", 9, 132, 1980, 2600, 5120);
   rt_sol_peaks(&d, &p);
