@@ -68,6 +68,13 @@ $(BUILD)/tests/test_moe_routing: tests/unit/test_moe_routing.c $(MOE_DIR)/moe_ro
 	$(CC) $(ALL_CFLAGS) -Itests/unit -I$(MOE_DIR) -o $@ $< $(MOE_DIR)/moe_routing.c \
 	  $(LIB_OBJ) $(LDLIBS) -lcmocka
 
+# The speed-of-light bound and every workload's declared work (plain C
+# headers of the runtime and the workloads' frozen wl_work.h).
+$(BUILD)/tests/test_sol: tests/unit/test_sol.c runtime/rt_sol.h runtime/runtime.h \
+    $(wildcard workloads/*/wl_work.h) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -Iruntime -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
+
 $(BUILD)/tests/%: tests/unit/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)

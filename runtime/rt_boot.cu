@@ -24,7 +24,7 @@ static int usage(const char *fmt, const char *arg) {
           "\nusage: BIN --params K=V,... --mode verify|bench --out RESULT.json"
           " [--size-name S] [--warmup N] [--iters N] [--min-time S] [--seed N]"
           " [--tol X] [--local-tol X] [--block-tol X] [--machine M.json] [--vranks R]"
-          " [--perturb] [--pace-ms P] [--skip-check NAME (tests only)]"
+          " [--perturb] [--pace-ms P] [--secret-fd FD] [--skip-check NAME (tests only)]"
           " [--rank R --nranks N --local-rank L] [--id-file P]\n");
   return -2;
 }
@@ -101,7 +101,10 @@ static const struct {
               {"perturb-hog", RT_CK_PERTURB_HOG},
               {"perturb-order", RT_CK_PERTURB_ORDER},
               {"perturb", RT_CK_PERTURB_DELAY | RT_CK_PERTURB_HOG | RT_CK_PERTURB_ORDER},
-              {"all", ~0 & 2047}};
+              {"speed-of-light", RT_CK_SOL},
+              {"secret-steps", RT_CK_SECRET_STEPS},
+              {"secret-inputs", RT_CK_SECRET_INPUTS},
+              {"all", RT_CK_ALL}};
 
 int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
   memset(o, 0, sizeof *o);
@@ -113,6 +116,7 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
   o->local_tol = -1;
   o->block_tol = -1;
   o->prob.seed = 12345;
+  o->secret_fd = -1;
   o->prob.rank = o->prob.nranks = o->prob.local_rank = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -142,7 +146,7 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
     } else if (!strcmp(a, "--warmup") || !strcmp(a, "--iters") ||
                !strcmp(a, "--rank") || !strcmp(a, "--nranks") ||
                !strcmp(a, "--local-rank") || !strcmp(a, "--vranks") ||
-               !strcmp(a, "--seed")) {
+               !strcmp(a, "--seed") || !strcmp(a, "--secret-fd")) {
       NEED();
       if (parse_ll(v, &x) || x < 0 || (strcmp(a, "--seed") && x > 1000000))
         return usage("bad number '%s'", v);
@@ -152,6 +156,7 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
       else if (!strcmp(a, "--nranks")) o->prob.nranks = (int)x;
       else if (!strcmp(a, "--local-rank")) o->prob.local_rank = (int)x;
       else if (!strcmp(a, "--vranks")) o->vranks = (int)x;
+      else if (!strcmp(a, "--secret-fd")) o->secret_fd = (int)x;
       else o->prob.seed = (unsigned long long)x;
     } else if (!strcmp(a, "--min-time") || !strcmp(a, "--tol") ||
                !strcmp(a, "--local-tol") || !strcmp(a, "--block-tol") ||

@@ -198,32 +198,42 @@ extern "C" int rt_output_blocks(struct wl_ctx *ctx, const char *name,
 }
 
 // Key of input NAME of RANK in step STEP: the only source of input bits.
+// A PRF of the per-run secret (rt_secret.cu): a candidate that copies the
+// generator still cannot make a peer's inputs. --skip-check secret-inputs
+// (tests only) brings back the old public key, to show the secret matters.
 static uint64_t input_key(const struct wl_ctx *ctx, uint32_t id, int rank,
                           unsigned long long step) {
-  uint64_t k = rt_mix64(ctx->prob.seed);
-  k = rt_mix64(k ^ ((uint64_t)id << 20) ^ (uint64_t)rank);
-  return rt_mix64(k ^ (step * 0x9E3779B97F4A7C15ull));
+  if (ctx->skip & RT_CK_SECRET_INPUTS) {
+    uint64_t k = rt_mix64(ctx->prob.seed);
+    k = rt_mix64(k ^ ((uint64_t)id << 20) ^ (uint64_t)rank);
+    return rt_mix64(k ^ (step * 0x9E3779B97F4A7C15ull));
+  }
+  return rt_prf(RT_PRF_INPUT, ctx->prob.seed, ((uint64_t)id << 32) | (uint32_t)rank, step);
 }
 
 // Refill every INPUT of this rank for the current step (runtime only).
 int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s) {
-  for (int i = 0; i < ctx->nbufs; i++) {
+  int rc = 0;
+  rt_vault_open();
+  for (int i = 0; rc == 0 && i < ctx->nbufs; i++) {
     struct rt_buf *b = &ctx->bufs[i];
     if (b->kind != RT_INPUT) continue;
-    RT_TRY(rt_fill_random(b->dev, b->bytes, b->dtype,
-                          input_key(ctx, b->id, ctx->prob.rank, ctx->input_step), s));
-    if (wl_input_post && wl_input_post(ctx, b->name, ctx->prob.rank, b->dev, ctx->input_step, s) != 0) {
+    rc = rt_fill_random(b->dev, b->bytes, b->dtype,
+                        input_key(ctx, b->id, ctx->prob.rank, ctx->input_step), s);
+    if (rc == 0 && wl_input_post &&
+        wl_input_post(ctx, b->name, ctx->prob.rank, b->dev, ctx->input_step, s) != 0) {
       rt_errorf("input hook for %s: %s", b->name, ctx->err);
-      return -1;
+      rc = -1;
     }
   }
-  return 0;
+  rt_vault_close();
+  return rc;
 }
 
 extern "C" int rt_input_regen(struct wl_ctx *ctx, const char *name, int rank,
                               void *dst_dev) {
   struct rt_buf *b = rt_find(ctx, name);
-  if (!ctx->in_reference)
+  if (!rt_in_reference())
     return rt_fail(ctx, "rt_input_regen(%s): only the trusted reference may regenerate "
                         "inputs (an implementation must communicate)", name);
   if (!b || b->kind != RT_INPUT)

@@ -63,7 +63,7 @@ struct wl_ctx {
   unsigned long long step;  // index of the current step
   unsigned long long input_step; // step whose inputs the INPUT buffers hold
   int skip;                 // --skip-check bits (rt_alloc's initial fill)
-  int in_reference;         // inside wl_reference: rt_input_regen allowed
+                            // (in_reference lives in the vault: rt_secret.cu)
   int (*reset_fn)(struct wl_ctx *);
   char err[RT_ERR_MAX];
   int in_setup;
@@ -82,6 +82,22 @@ const char *rt_dtype_name(int dtype);
 int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s);
 void rt_ctx_release(struct wl_ctx *ctx);
 
+// rt_secret.cu: the per-run secret in a PROT_NONE page (docs/contracts.md 4d).
+// Read the secret from FD (>= 0; closed after) or draw it (FD < 0). 0 or -1.
+int rt_secret_init(int fd);
+int rt_secret_drawn(void);              // drawn here, not handed in
+void rt_secret_hex(char out[33]);       // for RESULT.json (the replay)
+int rt_secret_parse(const char *hex, uint64_t *k0, uint64_t *k1);
+uint64_t rt_siphash_words(uint64_t k0, uint64_t k1, const uint64_t *m, int n);
+// PRF(secret, DOMAIN, A, B, C): SipHash-2-4 of the four words.
+uint64_t rt_prf(uint64_t domain, uint64_t a, uint64_t b, uint64_t c);
+enum { RT_PRF_INPUT = 1, RT_PRF_TIMED = 2, RT_PRF_PERTURB = 3 };
+// The vault page is readable only between open and close (nested).
+void rt_vault_open(void);
+void rt_vault_close(void);
+void rt_set_in_reference(int v);        // call with the vault open
+int rt_in_reference(void);              // 0 while the vault is closed
+
 // Device helpers (rt_kernels.cu); all enqueue on STREAM.
 uint64_t rt_mix64(uint64_t x);
 int rt_fill_random(void *dev, size_t bytes, int dtype, uint64_t key,
@@ -92,7 +108,11 @@ int rt_poison(void *dev, size_t bytes, int dtype, int counts,
 int rt_hash(const void *dev, size_t bytes, unsigned long long *out_dev,
             cudaStream_t stream);
 int rt_spin(double ms, cudaStream_t stream);
-int rt_hog(void *scratch, size_t bytes, double ms, cudaStream_t stream);
+// The hog: every CTA bumps *RESIDENT_DEV (mapped host memory, may be NULL)
+// when it starts, so the runtime can wait until the whole hog is resident.
+// Returns the number of CTAs launched in *NCTA.
+int rt_hog(void *scratch, size_t bytes, double ms, cudaStream_t stream,
+           unsigned int *resident_dev, int *ncta);
 
 struct rt_cmp {
   double err2, ref2;          // sums over compared elements
@@ -125,8 +145,11 @@ enum rt_check_bit {  // --skip-check names (testing the checks only)
   RT_CK_FRESH = 1, RT_CK_POISON = 2 /* OUTPUT poison */, RT_CK_SNAPSHOT = 4,
   RT_CK_INPUT_HASH = 8, RT_CK_HOST_CLOCK = 16, RT_CK_LOCAL = 32,
   RT_CK_TIMED_VERIFY = 64, RT_CK_RECV_POISON = 128, RT_CK_PERTURB_DELAY = 256,
-  RT_CK_PERTURB_HOG = 512, RT_CK_PERTURB_ORDER = 1024
+  RT_CK_PERTURB_HOG = 512, RT_CK_PERTURB_ORDER = 1024,
+  // issue 22: the bound, and the public (pre-secret) rules, for harden.sh
+  RT_CK_SOL = 2048, RT_CK_SECRET_STEPS = 4096, RT_CK_SECRET_INPUTS = 8192
 };
+#define RT_CK_ALL 16383
 // Perturbation kinds (verify --perturb): one step each.
 enum { RT_PK_DELAY = 0, RT_PK_HOG = 1, RT_PK_ORDER = 2, RT_PK_TIMED = 3 /* not a kind */ };
 extern const char *const rt_pk_name[3];  // "perturb-delay", "perturb-hog", ...
@@ -138,6 +161,7 @@ struct rt_opts {
   double min_time, tol, local_tol, block_tol;
   double pace_ms;  // bench: a step starts >= pace_ms after the last one started
   const char *out, *machine, *id_file, *impl, *workload;
+  int secret_fd;   // --secret-fd N (-1: draw the secret here)
   char params_text[512];
 };
 

@@ -38,9 +38,13 @@ static int cmp_mode(const struct rt_buf *b, const struct rt_opts *o) {
 
 // The reference for the current step into b->expected (synchronised).
 static int reference(struct wl_ctx *ctx, struct rt_buf *b) {
-  ctx->in_reference = 1;
+  // The vault stays open while the trusted reference runs: rt_input_regen
+  // checks in_reference there (a candidate's call finds it closed).
+  rt_vault_open();
+  rt_set_in_reference(1);
   int rc = wl_reference(ctx, &ctx->prob, b->name, b->expected);
-  ctx->in_reference = 0;
+  rt_set_in_reference(0);
+  rt_vault_close();
   if (rc != 0) {
     rt_errorf("reference for %s: %s", b->name, ctx->err);
     return -1;

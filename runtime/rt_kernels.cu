@@ -142,7 +142,9 @@ int rt_spin(double ms, cudaStream_t stream) {
 // of its kernels runs before another (a time-bounded wait, "it is always done
 // by then") sees that order flip, and every memory-bound kernel slows down.
 #define RT_HOG_THREADS 992
-__global__ void __launch_bounds__(RT_HOG_THREADS, 2) k_hog(uint4 *buf, size_t n, uint64_t ns) {
+__global__ void __launch_bounds__(RT_HOG_THREADS, 2)
+    k_hog(uint4 *buf, size_t n, uint64_t ns, unsigned int *resident) {
+  if (resident && threadIdx.x == 0) atomicAdd_system(resident, 1u);
   uint64_t t0 = now_ns();
   size_t stride = (size_t)gridDim.x * blockDim.x;
   while (now_ns() - t0 < ns) {
@@ -155,13 +157,15 @@ __global__ void __launch_bounds__(RT_HOG_THREADS, 2) k_hog(uint4 *buf, size_t n,
   }
 }
 
-int rt_hog(void *scratch, size_t bytes, double ms, cudaStream_t stream) {
+int rt_hog(void *scratch, size_t bytes, double ms, cudaStream_t stream,
+           unsigned int *resident_dev, int *ncta) {
   int dev = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   k_hog<<<2 * sms, RT_HOG_THREADS, 0, stream>>>((uint4 *)scratch, bytes / sizeof(uint4),
-                                                (uint64_t)(ms * 1e6));
+                                                (uint64_t)(ms * 1e6), resident_dev);
   CUDA_CHECK(cudaGetLastError());
+  if (ncta) *ncta = 2 * sms;
   return 0;
 }
 

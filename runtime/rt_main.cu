@@ -14,8 +14,12 @@
 //          which is delayed again after the barrier: a step that does not
 //          order its work after rt_stream reads stale inputs or poison;
 //   hog:   plain preparation, then a frozen SM/HBM hog (rt_hog) co-runs
-//          beside one rank for 1-5 ms: kernels that assumed an order
-//          ("done by then") see it flip;
+//          beside one rank for 1-5 ms plus twice the slowest plain step,
+//          resident on every SM before wl_step is called (the host waits
+//          for it): kernels that assumed an order ("done by then") see it
+//          flip;
+// Victims, lengths and the verified timed steps are PRFs of the per-run
+// secret (rt_secret.cu); the speed-of-light bound judges the bench median.
 //   order: plain preparation, then one rank's launch is delayed on the host
 //          by 1-5 ms (the launch order of the ranks varies).
 #include <math.h>
@@ -24,6 +28,10 @@
 #include <unistd.h>
 
 #include "rt_internal.cuh"
+#include "rt_sol.h"
+
+// The trusted reference's declared work (runtime.h); weak: optional.
+extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) __attribute__((weak));
 
 #define RT_MAX_CHECKS 48
 #define RT_MAX_SAMPLES 2000
@@ -58,6 +66,8 @@ struct rt_run {
   void *hog_buf;
   size_t hog_bytes;
   cudaEvent_t ev0, ev1, ev2;
+  unsigned int *hog_resident_h, *hog_resident_d;  // mapped: CTAs of the hog running
+  double plain_max_ms;           // slowest plain verified step (hog length)
   struct rt_check checks[RT_MAX_CHECKS];
   int nchecks;
   int failed;                    // this rank saw a failed check
@@ -151,7 +161,10 @@ static int one_step(struct rt_run *r, int pk, unsigned long long step_no,
   cudaStream_t s = ctx->stream;
   ctx->step = step_no;
   ctx->epoch++;
-  uint64_t h = rt_mix64(ctx->prob.seed ^ rt_mix64(step_no) ^ 0xD1E);
+  // Victim and length are secret (a candidate cannot tell a perturbed step).
+  uint64_t h = (r->o->skip & RT_CK_SECRET_STEPS)
+                   ? rt_mix64(ctx->prob.seed ^ rt_mix64(step_no) ^ 0xD1E)
+                   : rt_prf(RT_PRF_PERTURB, ctx->prob.seed, step_no, 0);
   int victim = (int)(h % ctx->prob.nranks), me = ctx->prob.rank;
   double delay_ms = 1.0 + (double)((h >> 16) % 4001) / 1000.0;
   if (pk != RT_PK_DELAY) {
@@ -159,9 +172,25 @@ static int one_step(struct rt_run *r, int pk, unsigned long long step_no,
     CUDA_CHECK(cudaStreamSynchronize(s));
     RT_TRY(barrier(r, ctx->bar_stream, NULL, 1));
     if (pk == RT_PK_HOG && me == victim) {
+      // The hog must OWN the GPU before the step's first launch: launched
+      // and merely queued, a small kernel of the step could still get an SM
+      // first and the "done by then" race would not flip (hog_race at one
+      // rank escaped so). Wait on the host until every hog CTA runs; it
+      // lasts 1-5 ms plus twice the slowest plain step, so a time-bounded
+      // wait tuned to the plain step's length does not outlast it.
+      int ncta = 0;
+      double hog_ms = delay_ms + 2.0 * r->plain_max_ms;
+      *(volatile unsigned int *)r->hog_resident_h = 0;
       CUDA_CHECK(cudaEventRecord(r->ev2, s));
       CUDA_CHECK(cudaStreamWaitEvent(ctx->hog_stream, r->ev2, 0));
-      RT_TRY(rt_hog(r->hog_buf, r->hog_bytes, delay_ms, ctx->hog_stream));
+      RT_TRY(rt_hog(r->hog_buf, r->hog_bytes, hog_ms, ctx->hog_stream, r->hog_resident_d, &ncta));
+      double w0 = rt_now_ms();
+      while (*(volatile unsigned int *)r->hog_resident_h < (unsigned int)ncta &&
+             rt_now_ms() - w0 < 2000) {
+      }
+      if (*(volatile unsigned int *)r->hog_resident_h < (unsigned int)ncta)
+        fprintf(stderr, "rank %d: perturb-hog: only %u of %d hog CTAs became resident in 2 s\n",
+                me, *(volatile unsigned int *)r->hog_resident_h, ncta);
     }
   } else {
     // Asynchronous, and the victim's preparation starts late: a step that
@@ -276,7 +305,49 @@ struct timing {
   int steps;
   double median, p10, p90, lo, hi, mean, host_median;
   double samples[RT_MAX_SAMPLES];
+  // speed-of-light (docs/contracts.md 4e): have = the reference declared work
+  int have_bound;
+  struct wl_work work;
+  struct rt_peaks peaks;
+  struct rt_bound bound;
+  char device[256];
 };
+
+// The speed-of-light check: the median may not beat the hardware.
+static void sol_check(struct rt_run *r, struct timing *tm) {
+  struct wl_ctx *ctx = r->ctx;
+  struct rt_devinfo d;
+  int clk = 0, mclk = 0, bus = 0;
+  memset(&d, 0, sizeof d);
+  if (!wl_work || wl_work(&ctx->prob, &tm->work) != 0) return;
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, ctx->device) == cudaSuccess) {
+    snprintf(d.name, sizeof d.name, "%s", prop.name);
+    d.cc_major = prop.major;
+    d.sms = prop.multiProcessorCount;
+  }
+  cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, ctx->device);
+  cudaDeviceGetAttribute(&mclk, cudaDevAttrMemoryClockRate, ctx->device);
+  cudaDeviceGetAttribute(&bus, cudaDevAttrGlobalMemoryBusWidth, ctx->device);
+  d.max_clock_khz = clk;
+  d.mem_clock_khz = mclk;
+  d.bus_bits = bus;
+  snprintf(tm->device, sizeof tm->device, "%s", d.name);
+  rt_sol_peaks(&d, &tm->peaks);
+  rt_sol_bound(&tm->work, &tm->peaks, ctx->prob.nranks, &tm->bound);
+  tm->have_bound = 1;
+  if (r->o->skip & RT_CK_SOL) return;
+  if (tm->median < tm->bound.ms) {
+    struct rt_check *c = new_check(r, ST_TIMED, "(speed-of-light)");
+    char text[RT_REASON_MAX];
+    snprintf(text, sizeof text,
+             "speed-of-light: faster than the hardware allows: %.4g ms < %.4g ms (%s bound)",
+             tm->median, tm->bound.ms, tm->bound.limit);
+    rt_reason_add(c->reason, NULL, text);
+    c->passed = 0;
+    note_fail(r, c);
+  }
+}
 
 static int run_verify(struct rt_run *r, unsigned long long *step_no) {
   struct step_time t;
@@ -287,6 +358,7 @@ static int run_verify(struct rt_run *r, unsigned long long *step_no) {
     rt_progress(r->o, "verify");
     RT_TRY(one_step(r, -1, ++*step_no, &t));
     RT_TRY(verify_step(r, ST_CHECK, -1, 1));
+    if (t.ev_ms > r->plain_max_ms) r->plain_max_ms = t.ev_ms;
     double gap = t.host_ms - t.snap_ms - t.ev_ms;
     if (gap < best_gap) best_gap = gap, best_ev = t.ev_ms;
   }
@@ -344,10 +416,16 @@ static int run_bench(struct rt_run *r, unsigned long long *step_no,
     gaps[n] = t.host_ms - t.snap_ms - t.ev_ms;
     // Host time counts too: a step whose events lie cannot stretch the run.
     total += t.host_ms - t.snap_ms > t.ev_ms ? t.host_ms - t.snap_ms : t.ev_ms;
-    // Every timed step at small shapes; a seeded quarter (and the first) at
-    // big ones, so a candidate cannot know which steps are checked.
+    // Every timed step at small shapes; a secret quarter (and the first)
+    // at big ones, drawn only now that the step's work has finished: no
+    // candidate code runs between the end of the step and this choice, and
+    // the choice is a PRF of the secret, so copying the rule gives nothing.
+    // (--skip-check secret-steps: the old public rule, tests only.)
     if (!(r->o->skip & RT_CK_TIMED_VERIFY) &&
-        (small || n == 0 || rt_mix64(ctx->prob.seed ^ (*step_no * 77)) % 4 == 0))
+        (small || n == 0 ||
+         ((r->o->skip & RT_CK_SECRET_STEPS)
+              ? rt_mix64(ctx->prob.seed ^ (*step_no * 77))
+              : rt_prf(RT_PRF_TIMED, ctx->prob.seed, *step_no, 0)) % 4 == 0))
       RT_TRY(verify_step(r, ST_TIMED, RT_PK_TIMED, 1));
     n++;
     int want_stop = n >= r->o->iters && total >= r->o->min_time * 1e3;
@@ -388,6 +466,7 @@ static int run_bench(struct rt_run *r, unsigned long long *step_no,
   tm->hi = sorted[hi > n - 1 ? n - 1 : hi];
   qsort(gaps, n, sizeof(double), cmp_double);
   host_clock_check(r, ST_TIMED, tm->median, pct(gaps, n, 0.5));
+  sol_check(r, tm);
   return 0;
 }
 
@@ -419,9 +498,15 @@ static void write_result(struct rt_run *r, const char *status,
           o->prob.nranks, o->vranks, o->vranks ? "true" : "false",
           o->mode == RT_MODE_BENCH ? "bench" : "verify", status);
   rt_json_str(f, error);
-  fprintf(f, ", \"checks_skipped\": %d,\n \"verify\": {\"passed\": %s, \"seed\": %llu,"
+  char hex[33];
+  rt_secret_hex(hex);
+  fprintf(f, ", \"checks_skipped\": %d,\n \"replay\": {\"seed\": %llu, \"secret\": \"%s\","
+             " \"secret_source\": \"%s\"},",
+          o->skip, o->prob.seed, hex, rt_secret_drawn() ? "drawn" : "fd");
+  memset(hex, 0, sizeof hex);
+  fprintf(f, "\n \"verify\": {\"passed\": %s, \"seed\": %llu,"
              " \"tol\": %g, \"local_tol\": %g, \"block_tol\": %g, \"checks\": [",
-          o->skip, !strcmp(status, "ok") ? "true" : "false", o->prob.seed, o->tol,
+          !strcmp(status, "ok") ? "true" : "false", o->prob.seed, o->tol,
           o->local_tol, o->block_tol);
   for (int i = 0; i < nall; i++) {
     const struct rt_check *c = &all[i];
@@ -448,6 +533,23 @@ static void write_result(struct rt_run *r, const char *status,
     for (int i = 0; i < tm->steps; i++)
       fprintf(f, "%s%.6g", i ? ", " : "", tm->samples[i]);
     fprintf(f, "]}");
+    if (tm->have_bound)
+      fprintf(f, ",\n \"bound\": {\"ms\": %.6g, \"limit\": \"%s\", \"fraction\": %.6g,"
+                 " \"compute_ms\": %.6g, \"hbm_ms\": %.6g, \"link_ms\": %.6g,"
+                 " \"flops\": %.6g, \"hbm_bytes\": %.6g, \"link_bytes\": %.6g, \"fp8\": %s,"
+                 " \"peak_flops\": %.6g, \"peak_hbm_Bps\": %.6g, \"peak_link_Bps\": %.6g,"
+                 " \"peaks_source\": ",
+              tm->bound.ms, tm->bound.limit, tm->median > 0 ? tm->bound.ms / tm->median : 0,
+              tm->bound.compute_ms, tm->bound.hbm_ms, tm->bound.link_ms, tm->work.flops,
+              tm->work.hbm_bytes, tm->work.link_bytes, tm->work.fp8 ? "true" : "false",
+              tm->work.fp8 ? tm->peaks.fp8_flops : tm->peaks.bf16_flops, tm->peaks.hbm_Bps,
+              tm->peaks.link_Bps);
+    if (tm->have_bound) {
+      rt_json_str(f, tm->peaks.source);
+      fprintf(f, ", \"device\": ");
+      rt_json_str(f, tm->device);
+      fputc('}', f);
+    }
   }
   fprintf(f, ",\n \"machine\": ");
   rt_json_machine(f, o->machine);
@@ -481,6 +583,11 @@ int main(int argc, char **argv) {
   const char *status = "error";
   int exit_code = 4, setup_done = 0, nall = 0;
   rt_progress(&o, "init");
+  // The secret first: read from its pipe and closed long before wl_setup.
+  if (rt_secret_init(o.secret_fd) != 0) {
+    fprintf(stderr, "rank %d: error: %s\n", o.prob.rank, rt_last_error);
+    return 2;
+  }
 #ifdef CUCO_VRANKS  // one process, R virtual ranks: runtime/rt_vranks.cu
   if (o.vranks) return rt_vranks_main(&o);
   rt_errorf("this binary was built for virtual ranks (-DCUCO_VRANKS): run it "
@@ -504,7 +611,10 @@ int main(int argc, char **argv) {
   }
   if (o.perturb) {
     r.hog_bytes = (size_t)256 << 20;
-    if (cudaMalloc(&r.hog_buf, r.hog_bytes) != cudaSuccess) {
+    if (cudaMalloc(&r.hog_buf, r.hog_bytes) != cudaSuccess ||
+        cudaHostAlloc((void **)&r.hog_resident_h, 64, cudaHostAllocMapped) != cudaSuccess ||
+        cudaHostGetDevicePointer((void **)&r.hog_resident_d, r.hog_resident_h, 0) !=
+            cudaSuccess) {
       rt_errorf("cannot allocate the hog buffer");
       goto out;
     }

@@ -400,7 +400,12 @@ static void vr_write(struct vr_run *v, const char *status, const char *error) {
              " \"status\": \"%s\", \"error\": ",
           v->R, v->R, o->mode == RT_MODE_BENCH ? "bench" : "verify", status);
   rt_json_str(f, error);
-  fprintf(f, ", \"checks_skipped\": %d", o->skip);
+  char hex[33];
+  rt_secret_hex(hex);
+  fprintf(f, ", \"checks_skipped\": %d,\n \"replay\": {\"seed\": %llu, \"secret\": \"%s\","
+             " \"secret_source\": \"%s\"}",
+          o->skip, o->prob.seed, hex, rt_secret_drawn() ? "drawn" : "fd");
+  memset(hex, 0, sizeof hex);
   fprintf(f, ",\n \"verify\": {\"passed\": %s, \"seed\": %llu, \"tol\": %g,"
              " \"local_tol\": %g, \"block_tol\": %g, \"checks\": [",
           !strcmp(status, "ok") ? "true" : "false", o->prob.seed, o->tol, o->local_tol,
@@ -545,7 +550,8 @@ int rt_vranks_main(struct rt_opts *o) {
     for (int k = 0; k < 2; k++)
       for (int late = 0; late < v.R && !(o->skip & rt_pk_bit[kinds[k]]); late++) {
         rt_progress(o, rt_pk_name[kinds[k]]);
-        double ms = 1.0 + (double)((o->prob.seed + 7u * late) % 4000) / 1000.0;
+        double ms = 1.0 + (double)(rt_prf(RT_PRF_PERTURB, o->prob.seed, step + 1, late) % 4000) /
+                              1000.0;
         if (vr_step(&v, ++step, kinds[k], late, ms) != 0 ||
             vr_verify(&v, VK_PERTURB, kinds[k]) != 0)
           goto out;

@@ -88,6 +88,24 @@ void wl_teardown(struct wl_ctx *ctx);
 int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p,
                  const char *output_name, void *expected_dev);
 
+/* Minimal work of ONE step of ONE rank (docs/contracts.md section 4e),
+ * counted honestly: each input read once, each output written once, no
+ * intermediate traffic; causal attention counts its lower triangle; MoE its
+ * routed tokens; bytes that must cross the link into or out of this rank
+ * (the larger direction; 0 at one rank). */
+struct wl_work {
+  double flops;      /* floating-point operations (an FMA is 2) */
+  double hbm_bytes;  /* bytes that must cross this GPU's HBM */
+  double link_bytes; /* bytes that must cross the link, per direction */
+  int fp8;           /* 1: the flops run at the fp8 peak, else bf16 */
+};
+/* Implemented by the trusted reference.cu (frozen; a candidate never
+ * defines it): fill *W for problem P (its rank and rank count).  0, or
+ * negative when P is not a valid problem.  Optional (the runtime refers
+ * to it weakly: without it there is no speed-of-light bound); a second
+ * definition in a candidate fails to link. */
+int wl_work(const struct wl_problem *p, struct wl_work *w);
+
 /* ---- provided by the runtime, callable from C and C++ */
 
 enum rt_kind { RT_INPUT = 0, RT_OUTPUT = 1, RT_RECV = 2, RT_SCRATCH = 3 };

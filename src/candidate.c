@@ -232,6 +232,7 @@ static const struct forbidden forbidden[] = {
      "input generation belongs to the trusted reference"},
     {"wl_reference", 0, 1,
      "the reference is trusted and never in a candidate"},
+    {"wl_work", 0, 1, "the minimal work is declared by the trusted reference"},
     {"system", 0, 0, "process control"},
     {"popen", 0, 0, "process control"},
     {"fork", 0, 0, "process control"},

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "build.h"
@@ -288,6 +289,18 @@ static void first_failed_check(const json_t *res, char *out, size_t n)
   }
 }
 
+/* " [replay: --seed N --secret HEX]" from RESULT.json R into OUT. */
+static void replay_hint(const json_t *res, char *out, size_t n)
+{
+  const json_t *rp = json_object_get(res, "replay");
+  const char *sec = json_string_value(json_object_get(rp, "secret"));
+
+  *out = '\0';
+  if (sec && json_is_integer(json_object_get(rp, "seed")))
+    snprintf(out, n, " [replay: --seed %lld --secret %s]",
+             (long long)json_integer_value(json_object_get(rp, "seed")), sec);
+}
+
 /* Run the binary on one size in one mode.  Returns 0 when it passed (and
  * stores the size's metrics), 1 when the candidate failed (verdict set),
  * negative on an internal error. */
@@ -304,8 +317,20 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   struct launch_opts lo = {0};
   struct launch_result lr;
   const char *status;
+  char secret[40], replay[96] = "";
   int na = 0, rc;
 
+  /* The per-run secret reaches every rank on its stdin (never argv, env
+   * or a file): given (a replay) or fresh for this run. */
+  if (o->secret) {
+    snprintf(secret, sizeof(secret), "%.32s\n", o->secret);
+  } else {
+    unsigned long long k[2];
+    if (getrandom(k, sizeof(k), 0) != (ssize_t)sizeof(k))
+      return err_set(e, ERR_IO, "getrandom: %s", strerror(errno));
+    snprintf(secret, sizeof(secret), "%016llx%016llx\n", k[0], k[1]);
+    k[0] = k[1] = 0;
+  }
   snprintf(resp, sizeof(resp), "%s/RESULT.json", x->work_dir);
   snprintf(seed_s, sizeof(seed_s), "%lu", o->seed ? o->seed : 1234UL);
   args[na++] = "--workload";
@@ -322,6 +347,8 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   args[na++] = mode;
   args[na++] = "--seed";
   args[na++] = seed_s;
+  args[na++] = "--secret-fd";
+  args[na++] = "0";
   if (th && th->found) { /* frozen thresholds (thresh.h) */
     snprintf(tol_s, sizeof(tol_s), "%.6g", th->t.rel_l2);
     args[na++] = "--tol";
@@ -365,7 +392,11 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   lo.result_path = resp;
   lo.lib_dirs = x->lib_dirs;
   lo.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
+  lo.stdin_data = secret;
   rc = launch_run(&lo, &lr, e);
+  memset(secret, 0, sizeof(secret));
+  if (rc == 0 && lr.result)
+    replay_hint(lr.result, replay, sizeof(replay));
   if (lr.log) {
     char head[160];
     snprintf(head, sizeof(head), "=== %s %s (%s) ===\n", mode, s->name,
@@ -391,8 +422,8 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   if (!strcmp(status, "verify_failed") || lr.exit_code == 3) {
     char why[300];
     first_failed_check(lr.result, why, sizeof(why));
-    eval_fail(r, o, st, "failed", "size %s: verification failed: %s", s->name,
-              *why ? why : lr.what);
+    eval_fail(r, o, st, "failed", "size %s: verification failed: %s%s",
+              s->name, *why ? why : lr.what, replay);
     goto fail;
   }
   if (strcmp(status, "ok") || !lr.all_ok ||
@@ -400,8 +431,8 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
           json_object_get(json_object_get(lr.result, "verify"), "passed"))) {
     const char *er = json_string_value(json_object_get(lr.result, "error"));
     if (er && *er)
-      eval_fail(r, o, st, "failed", "size %s: %s (rank 0 exit %d)", s->name,
-                er, lr.exit_code);
+      eval_fail(r, o, st, "failed", "size %s: %s (rank 0 exit %d)%s", s->name,
+                er, lr.exit_code, replay);
     else
       eval_fail(r, o, st, "failed", "size %s: %s", s->name, lr.what);
     goto fail;
@@ -423,9 +454,9 @@ static json_t *slim(json_t *res)
 {
   json_t *o = json_object();
   static const char *const keep[] = {
-      "params",        "size",   "nranks", "vranks",
-      "protocol_test", "mode",   "status", "error",
-      "verify",        "timing", NULL};
+      "params", "size",   "nranks", "vranks", "protocol_test",
+      "mode",   "status", "error",  "verify", "timing",
+      "bound",  "replay", NULL};
   int i;
 
   for (i = 0; keep[i]; i++) {
@@ -444,8 +475,9 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
   enum eval_stage st =
       !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
   json_t *bymode = json_object_get(r->metrics, mode);
-  double t0 = eval_now(), logsum = 0, worst_rel = 0;
-  char note[1200] = "";
+  double t0 = eval_now(), logsum = 0, worst_rel = 0, fracsum = 0;
+  char note[1200] = "", sol[96] = "";
+  int nfrac = 0;
   int i, rc = 0;
 
   if (!bymode) {
@@ -483,9 +515,15 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
         double lo = json_number_value(json_object_get(t, "ci95_lo_ms"));
         double hi = json_number_value(json_object_get(t, "ci95_hi_ms"));
         double rel = med > 0 && hi >= lo ? (hi - lo) / 2 / med : 0;
+        double frac = json_number_value(
+            json_object_get(json_object_get(res, "bound"), "fraction"));
         logsum += log(med);
         if (rel > worst_rel)
           worst_rel = rel;
+        if (frac > 0) { /* docs/contracts.md section 4e */
+          fracsum += log(frac);
+          nfrac++;
+        }
       }
       json_decref(res);
     }
@@ -503,10 +541,13 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
     r->noise_ms = r->median_ms * worst_rel;
     r->score = 1000.0 / r->median_ms;
     r->has_score = !r->protocol_test;
+    if (nfrac)
+      snprintf(sol, sizeof(sol), ", %.3g%% of the speed-of-light bound",
+               100.0 * exp(fracsum / nfrac));
     eval_pass(o, st,
-              "ok: %d size%s, median %.4g ms (geomean), noise %.2g ms%s; "
+              "ok: %d size%s, median %.4g ms (geomean)%s, noise %.2g ms%s; "
               "thresholds: %s",
-              n, n == 1 ? "" : "s", r->median_ms, r->noise_ms,
+              n, n == 1 ? "" : "s", r->median_ms, sol, r->noise_ms,
               r->protocol_test ? " [protocol test: not performance]" : "",
               note);
   } else {

@@ -76,6 +76,9 @@ struct eval_opts {
   double build_timeout_s;     /* 0 = 300 */
   double run_timeout_s;       /* per binary run; 0 = 120 */
   unsigned long seed;         /* input seed; 0 = 1234 */
+  const char *secret;         /* 32 hex digits: the per-run secret of every
+                                 run (a replay); NULL = a fresh one drawn
+                                 per run (docs/contracts.md section 4d) */
   eval_progress_fn progress;
   void *progress_ud;
 };

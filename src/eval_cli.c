@@ -192,6 +192,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       {"build-timeout", required_argument, NULL, 'T'},
       {"gpus", required_argument, NULL, 'g'},
       {"seed", required_argument, NULL, 'S'},
+      {"secret", required_argument, NULL, 'K'},
       {"cheats", no_argument, NULL, 'X'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -280,6 +281,17 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
         goto out;
       }
       o.seed = (unsigned long)lv;
+      break;
+    case 'K':
+      if (strlen(optarg) != 32 ||
+          strspn(optarg, "0123456789abcdefABCDEF") != 32) {
+        rc = cmd_bad_usage(ctx,
+                           "--secret: '%s' is not 32 hex digits (a "
+                           "RESULT.json replay.secret)",
+                           optarg);
+        goto out;
+      }
+      o.secret = optarg;
       break;
     case 'X':
       cheats = 1;

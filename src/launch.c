@@ -24,6 +24,7 @@ struct rank_job {
   double timeout_s;
   const volatile int *cancel;
   const char *const *rw; /* writable in the sandbox */
+  const char *stdin_data;
   volatile int finished;
   int started_ok;
   struct proc_result res;
@@ -53,6 +54,7 @@ static void *rank_main(void *arg)
   o.cancel = j->cancel;
   o.sandbox = PROC_SANDBOX_RANKS; /* a candidate's ranks (proc.h) */
   o.rw_dirs = j->rw;
+  o.stdin_data = j->stdin_data;
   j->started_ok = proc_run(&o, &j->res, &j->err) == 0;
   __atomic_store_n(&j->finished, 1, __ATOMIC_SEQ_CST);
   return NULL;
@@ -300,6 +302,7 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
     j->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
     j->cancel = &cancel;
     j->rw = rw;
+    j->stdin_data = o->stdin_data;
     if (!j->env) {
       rc = err_set(e, ERR_NOMEM, "out of memory");
       break;

@@ -32,6 +32,8 @@ struct launch_opts {
   const char *lib_dirs;    /* "A:B" put first in LD_LIBRARY_PATH */
   double timeout_s;        /* whole run; <= 0: 120 */
   double fail_grace_s;     /* after a rank fails; <= 0: 5 */
+  const char *stdin_data;  /* NULL, or what every rank reads on stdin (the
+                              per-run secret: never argv, env or a file) */
 };
 
 struct launch_result {

@@ -85,6 +85,7 @@ static const struct cmd commands[] = {
      "                 [--static-only | --compile-only] [--no-bench]\n"
      "                 [--out DIR] [--json]\n"
      "                 [--timeout S] [--build-timeout S] [--seed N]\n"
+     "                 [--secret HEX]\n"
      "\n"
      "Run one implementation of a workload through the cascade: static\n"
      "checks (EVOLVE markers, frozen text, directives, forbidden calls),\n"
@@ -108,7 +109,10 @@ static const struct cmd commands[] = {
      "  --json            print the result as JSON (progress to stderr)\n"
      "  --timeout S       per run of the binary (default 120)\n"
      "  --build-timeout S per compiler run (default 300)\n"
-     "  --seed N          input seed (default 1234)\n"},
+     "  --seed N          input seed (default 1234)\n"
+     "  --secret HEX      replay a failure: the 32 hex digits of its\n"
+     "                    RESULT.json replay.secret (default: a fresh\n"
+     "                    secret per run, handed to the ranks on stdin)\n"},
     {"evolve", cmd_evolve, "evolutionary search: make a workload faster",
      "usage: cuco evolve WORKLOAD [--llm none|NAME] [--generations N]\n"
      "                   [--islands K] [--out DIR] [--resume]\n"

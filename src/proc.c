@@ -223,6 +223,7 @@ struct sup {
   char *const *envp;
   const char *cwd;
   const char *stdin_path;
+  int in_r; /* >= 0: the read end of the stdin_data pipe (else stdin_path) */
   int out_w, err_w, rep_w;
   pid_t parent;
   int classify; /* count escapes (not under bwrap: its --new-session) */
@@ -439,7 +440,7 @@ sup_finish(const struct sup *s, pid_t leader, int leader_alive)
  * all of cuco's, pipes of other threads' children included. */
 static void sup_close_others(const int *keep, int n)
 {
-  int lo = 3, i, j, k[3] = {0, 0, 0};
+  int lo = 3, i, j, k[4] = {0, 0, 0, 0};
 
   for (i = 0; i < n; i++)
     k[i] = keep[i];
@@ -477,7 +478,9 @@ sup_leader(const struct sup *s, int exec_w)
   sigprocmask(SIG_SETMASK, &none, NULL);
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  fd = open(s->stdin_path ? s->stdin_path : "/dev/null", O_RDONLY);
+  fd = s->in_r >= 0 ? s->in_r
+                    : open(s->stdin_path ? s->stdin_path : "/dev/null",
+                           O_RDONLY);
   if (fd < 0)
     goto fail;
   if (fd != 0) {
@@ -502,7 +505,7 @@ fail:
 
 static void __attribute__((noreturn)) sup_main(const struct sup *s)
 {
-  int keep[3] = {s->out_w, s->err_w, s->rep_w};
+  int keep[4] = {s->out_w, s->err_w, s->rep_w, s->in_r};
   int execp[2], err = 0, leader_alive = 1;
   struct sigaction dfl;
   sigset_t all, waitset;
@@ -514,7 +517,7 @@ static void __attribute__((noreturn)) sup_main(const struct sup *s)
   memset(&dfl, 0, sizeof(dfl));
   dfl.sa_handler = SIG_DFL;
   (void)sigaction(SIGCHLD, &dfl, NULL);
-  sup_close_others(keep, 3);
+  sup_close_others(keep, s->in_r >= 0 ? 4 : 3);
   prctl(PR_SET_PDEATHSIG, SIGUSR1, 0, 0, 0);
   if (getppid() != s->parent)
     _exit(0);
@@ -531,6 +534,8 @@ static void __attribute__((noreturn)) sup_main(const struct sup *s)
   close(execp[1]);
   close(s->out_w);
   close(s->err_w);
+  if (s->in_r >= 0)
+    close(s->in_r);
   if (leader < 0) {
     sup_report(s->rep_w, REP_EXEC_FAILED, errno, 0, 0, 0);
     _exit(0);
@@ -622,6 +627,7 @@ static int supervise(const struct proc_opts *o, struct sup *sp,
                      struct proc_result *res, struct err *e)
 {
   int outp[2] = {-1, -1}, errp[2] = {-1, -1}, repp[2] = {-1, -1};
+  int inp[2] = {-1, -1};
   int pidfd = -1, sst, sup_reaped = 0, rc = ERR_PROC;
   double start, deadline, grace = o->grace_s > 0 ? o->grace_s : 2.0;
   struct run_state s;
@@ -634,6 +640,21 @@ static int supervise(const struct proc_opts *o, struct sup *sp,
       pipe2(repp, O_CLOEXEC)) {
     err_set(e, ERR_PROC, "pipe: %s", strerror(errno));
     goto out_close;
+  }
+  /* stdin_data (the runtime's per-run secret): written whole before the
+   * start (a pipe holds 4 KiB or more), our end closed, so the child reads
+   * it and then EOF; nothing of it is on the command line or in a file. */
+  sp->in_r = -1;
+  if (o->stdin_data) {
+    size_t len = strlen(o->stdin_data);
+    if (len > 4096 || pipe2(inp, O_CLOEXEC) ||
+        write(inp[1], o->stdin_data, len) != (ssize_t)len) {
+      err_set(e, ERR_PROC, "stdin pipe: %s",
+              len > 4096 ? "data over 4 KiB" : strerror(errno));
+      goto out_close;
+    }
+    close_fd(&inp[1]);
+    sp->in_r = inp[0];
   }
   sp->out_w = outp[1];
   sp->err_w = errp[1];
@@ -648,6 +669,7 @@ static int supervise(const struct proc_opts *o, struct sup *sp,
   }
   if (sup == 0)
     sup_main(sp);
+  close_fd(&inp[0]);
   close_fd(&outp[1]);
   close_fd(&errp[1]);
   close_fd(&repp[1]);
@@ -767,6 +789,8 @@ out_close:
   close_fd(&errp[1]);
   close_fd(&repp[0]);
   close_fd(&repp[1]);
+  close_fd(&inp[0]);
+  close_fd(&inp[1]);
   return rc;
 }
 

@@ -40,6 +40,9 @@ struct proc_opts {
   int sandbox;                /* PROC_SANDBOX_*; 0: none (tools, probes) */
   const char *const *rw_dirs; /* sandboxed: writable besides cwd, TMPDIR
                                  and a private /tmp; NULL-terminated */
+  const char *stdin_data;     /* NULL, or bytes (at most 4 KiB) the child
+                                 reads from its stdin through a pipe, then
+                                 EOF; overrides stdin_path */
 };
 
 enum proc_sandbox {

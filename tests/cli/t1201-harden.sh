@@ -14,7 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 WL=$ROOT/workloads/gemm_allgather
 H=$ROOT/tests/gpu/harden.sh
-MECHS="fresh-inputs input-hash recv-poison snapshot host-clock perturb-delay perturb-hog perturb-order local-check timed-verify"
+MECHS="fresh-inputs input-hash recv-poison snapshot host-clock perturb-delay perturb-hog perturb-order local-check timed-verify rel-l2"
 
 # One cheat per mechanism, named on its first line.
 for m in $MECHS; do
@@ -29,11 +29,14 @@ else not_ok "committed cheats == gen-cheats.py output" "$(head -5 "$TMP/gendiff"
 
 # harden.sh's table against the runtime's vocabulary.
 sed -n '/^TABLE="/,/"$/p' "$H" | sed 's/^TABLE="//; s/"$//' >"$TMP/table"
-[ "$(wc -l <"$TMP/table")" -eq 11 ] && ok "harden.sh table: 11 rows" || not_ok "harden.sh table: 11 rows" "$(cat "$TMP/table")"
+[ "$(wc -l <"$TMP/table")" -eq 15 ] && ok "harden.sh table: 15 rows" || not_ok "harden.sh table: 15 rows" "$(cat "$TMP/table")"
 while IFS='|' read -r mech cheat mode skip words extra; do
   [ -f "$WL/cheats/$cheat.cu" ] && ok "$mech: cheat $cheat exists" || not_ok "$mech: cheat $cheat exists" ""
-  grep -q "{\"$skip\", RT_CK_" "$ROOT/runtime/rt_boot.cu" && ok "$mech: --skip-check $skip exists" ||
-    not_ok "$mech: --skip-check $skip exists" "not in runtime/rt_boot.cu"
+  for sk in $skip; do  # "A --skip-check B": every name exists
+    [ "$sk" = --skip-check ] && continue
+    grep -q "{\"$sk\", RT_CK_" "$ROOT/runtime/rt_boot.cu" && ok "$mech: --skip-check $sk exists" ||
+      not_ok "$mech: --skip-check $sk exists" "not in runtime/rt_boot.cu"
+  done
   w=${words%%:*}
   grep -qF "\"$w" "$ROOT"/runtime/rt_judge.cu "$ROOT"/runtime/rt_main.cu "$ROOT"/runtime/rt_boot.cu &&
     ok "$mech: the runtime writes '$w'" || not_ok "$mech: the runtime writes '$w'" ""
@@ -56,6 +59,9 @@ case $c in
   hog_race) m=perturb-hog w="perturb-hog: recv-poison" ;; order_race) m=perturb-order w="perturb-order: nan" ;;
   row_error) m=local-check w="local-check: row 199" ;; block_error) m=local-check w="local-check: block 0" ;;
   counted_steps) m=timed-verify w="timed-verify: poison" ;;
+  regen_peers) m=secret-inputs w="rel-l2: 1.41 > tol 0.02" ;;
+  public_steps) m=secret-steps w="timed-verify: poison"
+    [[ "$skip" == *" secret-steps "* ]] && m=speed-of-light w="speed-of-light: faster than the hardware allows" ;;
   *) m= ;;
 esac
 [ "$c" = "${FAKE_BROKEN:-}" ] && m=
@@ -76,7 +82,8 @@ d = json.load(open(sys.argv[1]))
 assert d["all_ok"] is True
 m = d["mechanisms"]
 want = {"fresh-inputs", "input-hash", "recv-poison", "snapshot", "host-clock", "perturb-delay",
-        "perturb-hog", "perturb-order", "local-check", "local-check (block)", "timed-verify"}
+        "perturb-hog", "perturb-order", "local-check", "local-check (block)", "timed-verify",
+        "secret-steps", "speed-of-light", "secret-inputs", "secret-inputs (1 rank)"}
 assert set(m) == want, set(m) ^ want
 for k, v in m.items():
     assert v["necessary"] and v["on"]["rc"] == 3 and v["off"]["rc"] == 0, (k, v)
@@ -86,7 +93,9 @@ for k, v in m.items():
 assert m["perturb-order"]["mode"] == "virtual ranks, R=2" and m["perturb-delay"]["mode"] == "virtual ranks, R=2"
 assert "--block-tol 0.02" in m["local-check (block)"]["on"]["args"]
 assert "--mode bench" in m["timed-verify"]["on"]["args"]
-assert len(d["controls"]) == 5 and all(c["rc"] == 0 for c in d["controls"])
+assert "--skip-check secret-steps" in m["speed-of-light"]["on"]["args"]
+assert "--vranks 2" in m["secret-inputs"]["on"]["args"]
+assert len(d["controls"]) == 6 and all(c["rc"] == 0 for c in d["controls"])
 PY
 then ok "harden.json: every mechanism on/off with its cheat, controls, modes"
 else not_ok "harden.json: every mechanism on/off with its cheat, controls, modes" "$(head -c 800 "$TMP/h1/harden.json")"; fi
@@ -107,7 +116,7 @@ INC=(-I"$ROOT/runtime" -I"$WL")
 NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
 expect_rc "rt_judge.cu compiles (real ranks)" 0 "${NV[@]}" -c "$ROOT/runtime/rt_judge.cu" -o "$TMP/j.o"
 expect_rc "rt_vranks.cu compiles (virtual ranks)" 0 "${NV[@]}" -DCUCO_VRANKS -c "$ROOT/runtime/rt_vranks.cu" -o "$TMP/v.o"
-for c in no_wait order_race; do
+for c in no_wait order_race regen_peers; do
   expect_rc "cheat $c compiles with -DCUCO_VRANKS" 0 "${NV[@]}" -DCUCO_VRANKS -c "$WL/cheats/$c.cu" -o "$TMP/c.o"
 done
 

@@ -35,6 +35,13 @@ export CUDA_DEVICE_MAX_CONNECTIONS=32
 unset CUDA_MODULE_LOADING  # the --vranks mode forces EAGER itself
 T_START=$(date +%s)
 
+# Issue 22 (the secret, the speed-of-light bound): a size whose output is
+# over 2^24 elements, so timed steps are sampled (a quarter, secret), and
+# whose GEMM takes long enough that skipping it beats the hardware bound.
+BIG="--mode bench --iters 40 --min-time 0.05 --params M=4096,K=4096,N=4608"
+# The two layered against public_steps: secret-steps OFF also switches the
+# bound off (else the bound still rejects it), and the bound's row runs with
+# the public step rule (a leaked choice) in both its ON and OFF runs.
 # mechanism | cheat | mode (r1 = real, 1 rank; v2 = virtual ranks, R = 2) |
 # --skip-check name | words the ON reason must contain | extra args
 TABLE="fresh-inputs|cached_output|r1|fresh-inputs|fresh-inputs|
@@ -47,7 +54,11 @@ perturb-hog|hog_race|r1|perturb-hog|perturb-hog|
 perturb-order|order_race|v2|perturb-order|perturb-order|
 local-check|row_error|r1|local-check|local-check: row|
 local-check (block)|block_error|r1|local-check|local-check: block|--local-tol 0.1 --block-tol 0.02
-timed-verify|counted_steps|r1|timed-verify|timed-verify|--mode bench --iters 20 --min-time 0.05"
+timed-verify|counted_steps|r1|timed-verify|timed-verify|--mode bench --iters 20 --min-time 0.05
+secret-steps|public_steps|r1|secret-steps --skip-check speed-of-light|timed-verify|$BIG
+speed-of-light|public_steps|r1|speed-of-light|speed-of-light|--skip-check secret-steps $BIG
+secret-inputs|regen_peers|v2|secret-inputs|rel-l2|
+secret-inputs (1 rank)|regen_peers|r1|secret-inputs|rel-l2|"
 # Recorded, not asserted: no_wait with real NCCL at 1 rank (depends on the
 # hardware queues), timing_escape (snapshot and host clock both catch it).
 EXTRA="perturb-delay (real, 1 rank)|no_wait|r1|perturb-delay|perturb-delay|
@@ -77,8 +88,8 @@ if [ -z "${HARDEN_FAKE:-}" ]; then
     "${NV[@]}" "$@" -c "$src" -o "$W/$o.o" >>"$BLOG" 2>&1 || echo "BUILD FAIL $tag $o" >>"$BLOG"
   }
   REAL=(seed baseline cached_output input_mutation masked_recv late_write escaped_tail no_wait
-    hog_race row_error block_error timing_escape counted_steps)
-  VIRT=(seed no_wait order_race)
+    hog_race row_error block_error timing_escape counted_steps public_steps regen_peers)
+  VIRT=(seed no_wait order_race regen_peers)
   todo=()
   add() { todo+=("$*"); }
   for f in runtime/*.cu $WL/reference.cu; do
@@ -122,8 +133,10 @@ if [ -z "${HARDEN_FAKE:-}" ]; then
 
 else
   for n in seed baseline cached_output input_mutation masked_recv late_write escaped_tail no_wait \
-    hog_race row_error block_error timing_escape counted_steps; do ln -sf "$HARDEN_FAKE" "$W/r_$n"; done
-  for n in seed no_wait order_race; do ln -sf "$HARDEN_FAKE" "$W/v_$n"; done
+    hog_race row_error block_error timing_escape counted_steps public_steps regen_peers; do
+    ln -sf "$HARDEN_FAKE" "$W/r_$n"
+  done
+  for n in seed no_wait order_race regen_peers; do ln -sf "$HARDEN_FAKE" "$W/v_$n"; done
 fi
 
 # ---- one run: LABEL KIND(on|off|control|extra) MECH WANT_RC WANT_WORDS BIN ARGS...
@@ -133,8 +146,10 @@ run() {
   local out=$W/r_$label.json rc
   rm -f "$out"
   echo "== $label: $bin $*" >>"$LOG"
+  local params=(--params M=200,K=136,N=120)
+  case " $* " in *" --params "*) params=() ;; esac
   timeout 120 "$W/$bin" --out "$out" --workload gemm_allgather --impl "$bin" --mode verify \
-    --params M=200,K=136,N=120 --seed 11 "$@" >>"$LOG" 2>&1
+    "${params[@]}" --seed 11 "$@" >>"$LOG" 2>&1
   rc=$?
   echo "-- exit $rc" >>"$LOG"
   python3 - "$label" "$kind" "$mech" "$want" "$words" "$bin" "$rc" "$out" "$*" >>"$RES" <<'PY'
@@ -162,6 +177,8 @@ run control_baseline_r1 control - 0 "" r_baseline --perturb
 run control_seed_v2 control - 0 "" v_seed --perturb --vranks 2
 run control_block_tols_seed control - 0 "" r_seed --perturb --local-tol 0.1 --block-tol 0.02
 run control_seed_bench control - 0 "" r_seed --mode bench --iters 20 --min-time 0.05
+# shellcheck disable=SC2086
+run control_seed_bench_big control - 0 "" r_seed $BIG
 pairs() { # TABLE_TEXT KIND_PREFIX
   local IFS_OLD=$IFS
   while IFS='|' read -r mech cheat mode skip words extra; do
@@ -173,16 +190,59 @@ pairs() { # TABLE_TEXT KIND_PREFIX
       "$(bin_for "$mode" "$cheat")" --perturb $(args_for "$mode") $extra
     # shellcheck disable=SC2046,SC2086
     run "${2}off_$tag" "$([ "$2" = x_ ] && echo extra || echo off)" "$mech" 0 "" \
-      "$(bin_for "$mode" "$cheat")" --perturb $(args_for "$mode") --skip-check "$skip" $extra
+      "$(bin_for "$mode" "$cheat")" --perturb $(args_for "$mode") --skip-check $skip $extra
   done <<<"$1"
   IFS=$IFS_OLD
 }
 pairs "$TABLE" ""
 pairs "$EXTRA" "x_"
 
-python3 - "$RES" "$OUT" "$TABLE" "$(($(date +%s) - T_START))" <<'PY'
+# ---- issue 22: what the new checks cost a timed step (PRF keys and choice,
+# vault mprotect, bound), measured interleaved on/off with --pace-ms (the GPU
+# rests between steps either way) on the honest seed at a sampled size.
+OVH=$W/overhead.jsonl
+: >"$OVH"
+if [ -z "${HARDEN_FAKE:-}" ]; then
+  for i in 1 2 3 4 5 6; do
+    for m in on off; do
+      sk=()
+      [ $m = off ] && sk=(--skip-check secret-steps --skip-check secret-inputs --skip-check speed-of-light)
+      o=$W/ovh_${m}_$i.json
+      echo "== overhead $m $i" >>"$LOG"
+      timeout 120 "$W/r_seed" --out "$o" --workload gemm_allgather --impl seed --mode bench \
+        --params M=4096,K=8192,N=4608 --seed 11 --iters 100 --min-time 0.2 --pace-ms 2 \
+        "${sk[@]}" >>"$LOG" 2>&1
+      python3 - "$m" "$i" "$o" "$?" >>"$OVH" <<'PY'
+import json, sys
+m, i, path, rc = sys.argv[1:5]
+try: t = json.load(open(path)).get("timing") or {}
+except Exception: t = {}
+print(json.dumps({"mode": m, "round": int(i), "rc": int(rc), "median_ms": t.get("median_ms"),
+                  "steps": t.get("steps")}))
+PY
+    done
+  done
+fi
+
+python3 - "$RES" "$OUT" "$TABLE" "$(($(date +%s) - T_START))" "$OVH" <<'PY'
 import json, subprocess, sys
 res, out, table, secs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+ovh = [json.loads(l) for l in open(sys.argv[5]) if l.strip()]
+if ovh:
+    ratios = []
+    for r in sorted({o["round"] for o in ovh}):
+        on = [o for o in ovh if o["round"] == r and o["mode"] == "on" and o["median_ms"]]
+        off = [o for o in ovh if o["round"] == r and o["mode"] == "off" and o["median_ms"]]
+        if on and off: ratios.append(on[0]["median_ms"] / off[0]["median_ms"])
+    ratios.sort()
+    med = ratios[len(ratios) // 2] if ratios else None
+    doc_o = {"schema": 1, "what": "issue 22: overhead of the secret (PRF inputs and verified-step "
+             "choice, vault mprotect) and the speed-of-light bound on a timed step, gemm_allgather "
+             "seed M=4096,K=8192,N=4608 1 rank, interleaved on/off, --pace-ms 2, 100+ steps each",
+             "runs": ovh, "ratios_on_over_off": ratios, "median_ratio": med,
+             "overhead_pct": (med - 1) * 100 if med else None, "budget_pct": 1.0,
+             "within_budget": bool(med and (med - 1) * 100 <= 1.0)}
+    json.dump(doc_o, open(out + "/overhead.json", "w"), indent=1)
 runs = [json.loads(l) for l in open(res) if l.strip()]
 by = {r["label"]: r for r in runs}
 def tag(m): return "".join(c if c.isalnum() and c.islower() or c.isdigit() else "_" for c in m)

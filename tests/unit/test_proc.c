@@ -480,6 +480,30 @@ static void test_not_found(void **state)
   proc_result_release(&r);
 }
 
+/* stdin_data reaches the child's stdin whole, then EOF (the per-run
+ * secret of the workload ranks travels so); over 4 KiB is refused. */
+static void test_stdin_data(void **state)
+{
+  const char *const a[] = {"/bin/cat", NULL};
+  static char big[5000];
+  struct proc_opts o = {0};
+  struct proc_result r;
+  struct err e;
+  (void)state;
+  o.argv = a;
+  o.timeout_s = 10;
+  o.stdin_data = "0123456789abcdef0123456789abcdef\n";
+  assert_int_equal(proc_run(&o, &r, &e), 0);
+  assert_true(proc_ok(&r));
+  assert_string_equal(buf_str(&r.out), "0123456789abcdef0123456789abcdef\n");
+  proc_result_release(&r);
+  memset(big, 'x', sizeof(big) - 1);
+  o.stdin_data = big;
+  assert_int_equal(proc_run(&o, &r, &e), ERR_PROC);
+  assert_non_null(strstr(e.msg, "4 KiB"));
+  proc_result_release(&r);
+}
+
 int main(int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
@@ -496,6 +520,7 @@ int main(int argc, char **argv)
       cmocka_unit_test(test_exec_failure),
       cmocka_unit_test(test_sandbox_refused),
       cmocka_unit_test(test_sandbox_bwrap),
+      cmocka_unit_test(test_stdin_data),
   };
   if (argc >= 4 && !strcmp(argv[1], "child"))
     return child_main(argv[2], argv[3]);

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "rt.cuh"
+#include "wl_work.h"
 #include "rt_cmp_elem.cuh"
 #include "wl_attn.cuh"
 
@@ -304,3 +305,6 @@ extern "C" int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p, cons
   }
   return 0;
 }
+
+// The minimal work of one step (speed-of-light bound; wl_work.h).
+extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) { return flash_attn_work(p, w); }

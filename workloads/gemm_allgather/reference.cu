@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rt.cuh"
+#include "wl_work.h"
 #include "wl_gemm.cuh"
 
 struct ref_state {
@@ -116,3 +117,6 @@ extern "C" int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p,
   RT_CUDA(ctx, cudaFreeAsync(b, rs));
   return rc;
 }
+
+// The minimal work of one step (speed-of-light bound; wl_work.h).
+extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) { return gemm_ag_work(p, w); }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "rt.cuh"
+#include "wl_work.h"
 #include "wl_kv.cuh"
 
 struct ref_sender {
@@ -232,3 +233,6 @@ extern "C" int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p, cons
   RT_CUDA(ctx, cudaFreeAsync(out, rs));
   return rc;
 }
+
+// The minimal work of one step (speed-of-light bound; wl_work.h).
+extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) { return kv_transfer_work(p, w); }

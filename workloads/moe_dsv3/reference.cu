@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "rt.cuh"
+#include "wl_work.h"
 #include "wl_moe.cuh"
 
 #define REF_CPU_FLOPS 1.5e9
@@ -342,3 +343,6 @@ extern "C" int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p, cons
   free(cpu), free(gpu);
   return rc;
 }
+
+// The minimal work of one step (speed-of-light bound; wl_work.h).
+extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) { return moe_work(p, w); }
