@@ -16,28 +16,37 @@ cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$PWD/build/gpu-integrity}
 mkdir -p "$OUT/harden"
 T0=$(date +%s)
-OUT=$OUT/harden timeout 420 bash tests/gpu/harden.sh >"$OUT/harden.out" 2>&1
+OUT=$OUT/harden timeout ${HARDEN_S:-330} bash tests/gpu/harden.sh >"$OUT/harden.out" 2>&1
 hrc=$?
-erc=-1 rrc=-1
-if make -j"$(nproc)" build/cuco >"$OUT/make.log" 2>&1; then
+erc=-1 rrc=-1 left=0
+# ./cuco carried from the CPU machine (with .gpulibs/): the GPU images lack
+# the tool's -dev packages, so it is not built here unless it must be
+CUCO=./cuco
+[ -x "$CUCO" ] || { make -j"$(nproc)" build/cuco >"$OUT/make.log" 2>&1 && CUCO=build/cuco; }
+if [ -x "$CUCO" ]; then
   NCCL_HOME=${CUCO_NCCL_HOME:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
   export CUCO_NCCL_HOME=$NCCL_HOME NCCL_NVLS_ENABLE=0
+  [ -d .gpulibs ] && export LD_LIBRARY_PATH="$PWD/.gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   E=$(mktemp -d /tmp/cuco-integrity.XXXXXX)
-  timeout 150 build/cuco eval workloads/gemm_allgather --impl seed.cu --sizes small_a,full_4k \
-    --out "$E/ev" --json >"$E/ev.json" 2>"$OUT/eval.log"
+  { $CUCO doctor | grep -E '^(gpus|sandbox|nccl)'; } >"$OUT/eval.log" 2>&1
+  # the sandbox's default (auto: bwrap where it runs, else the subreaper)
+  timeout 150 $CUCO eval workloads/gemm_allgather --impl seed.cu --sizes small_a,full_4k \
+    --out "$E/ev" --json >"$E/ev.json" 2>>"$OUT/eval.log"
   erc=$?
   sec=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["replay"]["secret"])' \
     "$E/ev/seed/RESULT.json" 2>/dev/null)
   if [ -n "$sec" ]; then
-    timeout 100 build/cuco eval workloads/gemm_allgather --impl seed.cu --sizes small_a --no-bench \
+    # the replay under [sandbox] mode=none: both containment paths run ranks
+    CUCO_SANDBOX=none timeout 100 $CUCO eval workloads/gemm_allgather --impl seed.cu --sizes small_a --no-bench \
       --secret "$sec" --out "$E/rp" >>"$OUT/eval.log" 2>&1
     rrc=$?
   fi
+  if pgrep -af "$E/" >>"$OUT/eval.log"; then left=1; echo "processes left running (above)" >>"$OUT/eval.log"; fi
   cp "$E/ev.json" "$OUT/eval.json" 2>/dev/null
   cp "$E/ev/seed/RESULT.json" "$OUT/eval_RESULT.json" 2>/dev/null
   rm -rf "$E"
 fi
-python3 - "$OUT" "$hrc" "$erc" "$rrc" "$(($(date +%s) - T0))" <<'PY'
+python3 - "$OUT" "$hrc" "$erc" "$rrc" "$(($(date +%s) - T0))" "$left" <<'PY'
 import json, sys
 out, hrc, erc, rrc, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 def load(p):
@@ -52,9 +61,11 @@ doc = {"schema": 1, "what": "issue 22 integrity proof (tests/gpu/integrity.sh)",
        "hog_race_one_rank": mech.get("perturb-hog", {}).get("necessary"),
        "overhead_pct": o.get("overhead_pct"), "overhead_within_budget": o.get("within_budget"),
        "eval_rc": erc, "eval_result_has_replay": "replay" in r, "eval_result_bound": r.get("bound"),
-       "bench_line_shows_bound": "speed-of-light bound" in log, "replay_rc": rrc}
+       "bench_line_shows_bound": "speed-of-light bound" in log, "replay_rc": rrc,
+       "processes_left": int(sys.argv[6])}
 doc["all_ok"] = bool(h.get("all_ok") and erc == 0 and doc["eval_result_has_replay"]
-                     and doc["bench_line_shows_bound"] and rrc == 0)
+                     and doc["bench_line_shows_bound"] and rrc == 0
+                     and doc["processes_left"] == 0)
 json.dump(doc, open(out + "/integrity.json", "w"), indent=1)
 print(json.dumps(doc, indent=1))
 sys.exit(0 if doc["all_ok"] else 1)
