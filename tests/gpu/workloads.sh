@@ -26,7 +26,8 @@
 # $OUT (6 files): table.txt (the final table, also printed), summary.json (one row
 # per check + bench rows), bench-r1.json (each workload's --json of phase 2),
 # workloads.log (every cuco eval's output), fail-logs.txt (run.log / build.log
-# tails of what failed), machine.json.  Exit 0 when every check passed.
+# tails of what failed), machine.json.  Exit 0 when every check passed, 1 when
+# one failed, 2 when none failed but some were skipped (deadline).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT" || exit 2
@@ -209,7 +210,10 @@ rec, out, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rows, bench, fails = [], {}, []
 for line in open(rec):
     name, want, rc, secs, verdict, d = (line.rstrip("\n").split("\t") + [""] * 6)[:6]
-    txt = open(os.path.join(d, "out.txt"), errors="replace").read() if d else ""
+    txt = ""
+    if d:  # what cuco eval printed, and the binaries' logs (a setup error's text)
+        for p in [os.path.join(d, "out.txt")] + glob.glob(os.path.join(d, "*", "run.log")):
+            txt += open(p, errors="replace").read()
     if rc == "skip":
         ok = None
     elif want == "ok":
@@ -263,7 +267,7 @@ for b in btab:
 lines.append(f"{n_ok} passed, {n_bad} failed, {n_skip} skipped ({total} s)")
 open(os.path.join(out, "table.txt"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
-sys.exit(1 if n_bad else 0)
+sys.exit(1 if n_bad else 2 if n_skip else 0)
 EOF
 rc=$?
 rm -rf "$W"
