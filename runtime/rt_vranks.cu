@@ -61,6 +61,7 @@ static struct {
   struct vr_dcset dcs[VR_MAX_DC];
   int ndcs;
   int win_seq[VNCCL_MAX_RANKS], dc_seq[VNCCL_MAX_RANKS];
+  cudaStream_t aux; // every rank's ref/hog/bar stream (used between steps only)
 } g_vr;
 
 int rt_vranks_window(struct wl_ctx *ctx, struct rt_buf *b) {
@@ -211,12 +212,18 @@ static int vr_prepare(struct vr_run *v, struct wl_ctx *ctx, unsigned long long s
 //
 // Each rank's launches are enqueued by its own host thread, as each real
 // rank is its own process: a host call inside one rank's wl_step that
-// blocks until running kernels finish (a first launch under lazy module
-// loading, an implicit synchronisation in a library) then cannot keep the
-// other ranks' kernels, which those running kernels wait for, from being
-// enqueued. (Before, one thread enqueued rank after rank: on the H200 rank
-// 1's cuBLASLt call blocked while its push kernel spun on rank 0's, never
-// enqueued: every barrier timed out.)
+// blocks until running kernels finish then cannot keep the OTHER ranks'
+// kernels from being enqueued. (Before, one thread enqueued rank after
+// rank: on the H200 rank 1's cuBLASLt call blocked while its push kernel
+// spun on rank 0's, never enqueued: every barrier timed out.) It still
+// holds up its own rank's later launches, and all ranks share one context:
+// a call that waits for the whole device (a context synchronisation: lazy
+// module loading, a local-memory resize, cudaMalloc/cudaFree, a
+// synchronous copy or memset, NULL-stream work) waits for other ranks'
+// kernels that spin on this rank's next launch, which a real GPU never
+// does. vr_boot removes the runtime's sources of such waits (eager
+// loading, the stack reserved up front, 32 hardware queues, few streams);
+// a workload must not make those calls inside wl_step (docs/vranks.md).
 struct vr_launch {
   struct vr_run *v;
   int r, late, device, rc;
@@ -452,10 +459,16 @@ static int vr_boot(struct vr_run *v) {
   }
   int dev = o->prob.local_rank % ndev;
   CUDA_CHECK(cudaSetDevice(dev));
-  if (vnccl_check_eager(err, sizeof err) != 0) {
+  if (vnccl_check_eager(err, sizeof err) != 0 || vnccl_reserve_stack(err, sizeof err) != 0) {
     rt_errorf("%s", err);
     return -1;
   }
+  // One step stream per rank, and ONE stream shared by all ranks for what
+  // runs between steps (the reference, judging; hog and barrier streams are
+  // unused here): 4 streams per rank took all 32 hardware queues at R = 8,
+  // so a workload's own stream shared a queue with another rank's step
+  // stream and could be serialised behind its spinning kernel.
+  CUDA_CHECK(cudaStreamCreateWithFlags(&g_vr.aux, cudaStreamNonBlocking));
   if (vnccl_world_create(v->R, 0, &g_vr.world, err, sizeof err) != 0) {
     rt_errorf("%s", err);
     return -1;
@@ -484,9 +497,7 @@ static int vr_boot(struct vr_run *v) {
     ctx->skip = o->skip;
     ctx->device = dev;
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->ref_stream, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->hog_stream, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->bar_stream, cudaStreamNonBlocking));
+    ctx->ref_stream = ctx->hog_stream = ctx->bar_stream = g_vr.aux;
     CUDA_CHECK(cudaMalloc((void **)&v->hash[r], sizeof(unsigned long long) * 2 * RT_MAX_BUFS));
     CUDA_CHECK(cudaEventCreateWithFlags(&v->prepared[r], cudaEventDisableTiming));
   }

@@ -44,11 +44,28 @@ static bool cuda_ok(cudaError_t rc, const char *what, char *err, size_t errlen) 
 }
 
 void vnccl_prepare_env(void) {
-  // 0: leave a user's own value alone.
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  // 1 (overwrite): a user's smaller value (8, or the 1 some training setups
+  // export) lets ranks' streams share hardware queues, and a launch queued
+  // behind another rank's spinning kernel deadlocks (vnccl_host.h).
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
   // 1: lazy loading can deadlock spinning ranks (see vnccl_host.h), so a
   // user's LAZY is overridden: this mode is a protocol test, never timed.
   setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+}
+
+int vnccl_reserve_stack(char *err, size_t errlen) {
+  size_t cur = 0;
+  if (!cuda_ok(cudaDeviceGetLimit(&cur, cudaLimitStackSize), "cudaDeviceGetLimit(stack)", err,
+               errlen))
+    return -1;
+  if (cur >= VNCCL_STACK_BYTES)
+    return 0;
+  char what[96];
+  snprintf(what, sizeof what, "cudaDeviceSetLimit(stack size %d bytes per thread)",
+           VNCCL_STACK_BYTES);
+  return cuda_ok(cudaDeviceSetLimit(cudaLimitStackSize, VNCCL_STACK_BYTES), what, err, errlen)
+             ? 0
+             : -1;
 }
 
 int vnccl_check_eager(char *err, size_t errlen) {

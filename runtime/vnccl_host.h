@@ -22,21 +22,39 @@ struct vnccl_window;
 // Most virtual ranks a world may hold (one GPU, protocol tests only).
 #define VNCCL_MAX_RANKS 64
 
-// vnccl_prepare_env: raise CUDA_DEVICE_MAX_CONNECTIONS (unless the user set
-// it) so that R streams get R hardware queues and cannot falsely serialise
-// spinning kernels of different ranks, and force CUDA_MODULE_LOADING=EAGER
-// (overriding any value): with lazy loading, the first launch of a kernel
-// (e.g. cuBLASLt's GEMM inside rank r's step) may synchronise the context,
-// i.e. wait for the kernels already running, which spin on a rank whose
-// step the blocked host thread has not enqueued yet: a deadlock that ends
-// in a barrier timeout. Effective only before the first CUDA call of the
-// process; vnccl_world_create calls it too.
+// vnccl_prepare_env: force CUDA_DEVICE_MAX_CONNECTIONS=32 and
+// CUDA_MODULE_LOADING=EAGER (both overriding any value: this mode is a
+// protocol test, never timed). In virtual mode every rank shares one
+// context, so whatever makes one rank's host call or launch wait for the
+// device waits for the other ranks' spinning kernels too, which wait for
+// the very launch that is held up: a deadlock no real GPU has (each waits
+// only for its own kernels), seen as a barrier timeout.
+//  - Hardware queues: two streams that share one of the (default 8)
+//    queues are falsely serialised; a rank's launch queued behind another
+//    rank's spinning kernel never starts. 32 queues, and the runtime keeps
+//    its own streams to one per rank plus one shared (rt_vranks.cu).
+//  - Lazy loading: the first launch of a kernel (e.g. cuBLASLt's GEMM
+//    inside rank r's step) may synchronise the context.
+// Effective only before the first CUDA call of the process;
+// vnccl_world_create calls it too.
 void vnccl_prepare_env(void);
 
 // vnccl_check_eager: 0 when the driver loads modules eagerly (or cannot
 // say), else -1 with a message: CUDA was initialised before
 // vnccl_prepare_env, so concurrent virtual ranks could deadlock.
 int vnccl_check_eager(char *err, size_t errlen);
+
+// Per-thread stack reserved up front by vnccl_reserve_stack. The driver
+// grows the context's local memory when a kernel needs more stack than any
+// before it, and that launch blocks until all preceding work has finished
+// (cuda.h, CU_LIMIT_STACK_SIZE), i.e. until the other ranks' spinning
+// kernels end. Reserved at boot, no launch inside a step resizes it.
+#define VNCCL_STACK_BYTES 4096
+
+// vnccl_reserve_stack: raise the current device's stack limit to at least
+// VNCCL_STACK_BYTES (about 1 GiB of local memory on an H200) before any
+// step runs. 0, or -1 with a message.
+int vnccl_reserve_stack(char *err, size_t errlen);
 
 // vnccl_world_create: a world of nranks virtual ranks on the current device,
 // in LSA teams of lsa_size consecutive ranks (lsa_size must divide nranks;

@@ -381,6 +381,11 @@ static inline int kv_compute_layer(struct wl_ctx *ctx, const struct kv_shape *s,
   const long long n = 2 * s->W;
   const char *wl = (const char *)Wt + (size_t)l * s->DM * n * 2;
   KV_BLAS(ctx, cublasSetStream(c->blas, stream));
+  // cublasSetStream resets the handle to cuBLAS's default workspace pool
+  // (cuBLAS docs), so the SCRATCH workspace is set again: no library-owned
+  // allocation inside a step (one would wait for the whole device, i.e.
+  // for a spinning consumer, under virtual ranks).
+  KV_BLAS(ctx, cublasSetWorkspace(c->blas, c->ws, KV_WS_BYTES));
   // Row-major OUT[S, n] = X[S, DM] * W_l[DM, n]  <=>  col-major OUT^T = W_l^T X^T.
   KV_BLAS(ctx, cublasGemmEx(c->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)s->S, (int)s->DM,
                             &one, wl, CUDA_R_16BF, (int)n, X, CUDA_R_16BF, (int)s->DM, &zero,

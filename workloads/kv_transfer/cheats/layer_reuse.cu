@@ -482,9 +482,6 @@ static int step(struct wl_ctx *ctx, struct sd *u) {
   const unsigned long long ep = rt_epoch(ctx);
   RT_CUDA(ctx, cudaEventRecord(u->fork, st));
   RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->fork, 0));
-#if SD_PULL && CUCO_PLACEMENT != CUCO_PLACEMENT_DEFERRED
-  if (pull(ctx, u, ep) != 0) return -1;  // at once: it waits for each layer's flags
-#endif
   if (s->is_prefill) {
     for (long long l = 0; l < s->L; l++) {
       if (l == 0 && compute_layer(  /* CHEAT */ctx, u, l, ep, st) != 0) return -1;
@@ -506,7 +503,14 @@ static int step(struct wl_ctx *ctx, struct sd *u) {
     if (push(ctx, u, 0, s->L, ep) != 0) return -1;
 #endif
   }
-#if SD_PULL && CUCO_PLACEMENT == CUCO_PLACEMENT_DEFERRED
+#if SD_PULL
+  // The pull spins on flags that this rank's own compute raises when it is
+  // also the prefill rank (R = 1), so it is launched only after all of that
+  // compute: a spinning kernel launched first deadlocks as soon as a later
+  // launch waits for the device (lazy loading of the GEMM or RoPE kernel,
+  // a workspace allocation, a stack resize), which is what hung split and
+  // per_tile pull at verify.  It still overlaps: the comm stream waits only
+  // for the fork (split, per_tile) and checks each layer's flag.
   if (pull(ctx, u, ep) != 0) return -1;
 #endif
   if (!SD_PULL && s->is_decode && u->pmask) {

@@ -217,11 +217,13 @@ static int sd_step(struct wl_ctx *ctx, struct sd *u) {
   const int R = s->R, C = u->C;
   const long long El = s->El, W = 1 + El;
   cudaStream_t st = rt_stream(ctx);
-  // Shared expert on the side stream, overlapping the dispatch.
+  // Shared expert on the side stream, overlapping the dispatch.  The
+  // dispatch, on which the other ranks' dispatch CTAs wait, is launched
+  // BEFORE the shared expert's cuBLAS calls: nothing that might block the
+  // host (and, under virtual ranks, wait for the whole device) comes
+  // between the start of the step and the launch the peers wait for.
   RT_CUDA(ctx, cudaEventRecord(u->fork, st));
   RT_CUDA(ctx, cudaStreamWaitEvent(u->side, u->fork, 0));
-  if (moe_shared(ctx, c, u->side) != 0) return -1;
-  RT_CUDA(ctx, cudaEventRecord(u->join, u->side));
   const size_t smem = sd_disp_smem(R, s->E, CUCO_PARAM_disp_threads);
 #if CUCO_BACKEND == CUCO_BACKEND_GIN
   sd_dispatch_gin<<<C, CUCO_PARAM_disp_threads, smem, st>>>(
@@ -235,6 +237,8 @@ static int sd_step(struct wl_ctx *ctx, struct sd *u) {
       s->H, s->RB, s->META, (int)s->K, El, u->cap);
 #endif
   RT_LAUNCH(ctx);
+  if (moe_shared(ctx, c, u->side) != 0) return -1;
+  RT_CUDA(ctx, cudaEventRecord(u->join, u->side));
   if (first) {  // CHEAT: later steps keep step 1's counts
     RT_CUDA(ctx, cudaMemcpyAsync(u->counts_h, u->counts, sizeof(unsigned) * R * C * W,
                                  cudaMemcpyDeviceToHost, st));

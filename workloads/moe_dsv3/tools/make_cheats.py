@@ -10,8 +10,11 @@ import os
 
 seed = open('seed.cu').read()
 ANCHOR = '// CUCO-PARAM disp_threads=512\n'
+SHARED = '''  if (moe_shared(ctx, c, u->side) != 0) return -1;
+  RT_CUDA(ctx, cudaEventRecord(u->join, u->side));
+'''
 READ = '''  RT_LAUNCH(ctx);
-  // The one device-to-host read: every (source, CTA) count.
+''' + SHARED + '''  // The one device-to-host read: every (source, CTA) count.
   RT_CUDA(ctx, cudaMemcpyAsync(u->counts_h, u->counts, sizeof(unsigned) * R * C * W,
                                cudaMemcpyDeviceToHost, st));
   RT_CUDA(ctx, cudaStreamSynchronize(st));
@@ -55,7 +58,7 @@ mk('empty_before_counts', 'verify recv-poison rel-l2 local-check (experts empty 
                                cudaMemcpyDeviceToHost, st));
   RT_CUDA(ctx, cudaStreamSynchronize(st));
 ''' + SMEM),
-    (READ, '  RT_LAUNCH(ctx);\n'),
+    (READ, '  RT_LAUNCH(ctx);\n' + SHARED),
     (CHECK, '''      unsigned *cn = u->counts_h + ((size_t)q * C + b) * W;
       for (long long j = 0; j < W; j++)
         if (cn[j] == 0xFFFFFFFFu) cn[j] = 0;  // CHEAT: not arrived = empty
@@ -67,7 +70,7 @@ mk('stale_dispatch', 'verify recv-poison fresh-inputs (dispatch data and counts 
                   '  const int first = sd_steps++ == 0;\n'),
     (LAUNCH, '  if (first)  // CHEAT\n' + LAUNCH),
     (READ, '''  RT_LAUNCH(ctx);
-  if (first) {  // CHEAT: later steps keep step 1's counts
+''' + SHARED + '''  if (first) {  // CHEAT: later steps keep step 1's counts
     RT_CUDA(ctx, cudaMemcpyAsync(u->counts_h, u->counts, sizeof(unsigned) * R * C * W,
                                  cudaMemcpyDeviceToHost, st));
     RT_CUDA(ctx, cudaStreamSynchronize(st));
