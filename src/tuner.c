@@ -378,7 +378,10 @@ out:
 
 #define ENUM_MAX 20000 /* spaces up to this size are enumerated */
 #ifndef EXPLOIT_EVERY
-#define EXPLOIT_EVERY 3
+#define EXPLOIT_EVERY 4
+#endif
+#ifndef LOCAL_STEPS
+#define LOCAL_STEPS 2
 #endif
 #define SAMPLE_N 4000  /* otherwise this many random points (+ neighbours) */
 
@@ -448,6 +451,16 @@ static int cand_cmp(const void *a, const void *b)
   return x > y ? -1 : x < y;
 }
 
+/* Index steps between two configurations (a categorical change is 1). */
+static int steps(const struct space *s, const int *a, const int *b)
+{
+  int i, n = 0;
+
+  for (i = 0; i < s->n; i++)
+    n += s->d[i].ordered ? abs(a[i] - b[i]) : a[i] != b[i];
+  return n;
+}
+
 static int same_idx(const int *a, const int *b, int n)
 {
   return !memcmp(a, b, sizeof(int) * (size_t)n);
@@ -508,7 +521,7 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
   int(*oidx)[MAX_DIMS] = NULL;
   double *ox = NULL, *oy = NULL, worst = -HUGE_VAL, best_mu = HUGE_VAL;
   int cat[GP_MAX_DIMS], bidx[MAX_DIMS], no = 0, nok = 0, d = 0, ninit;
-  int ncand = 0, i, k, rc = ERR_NOMEM, model = 0, exploit = 0;
+  int ncand = 0, i, k, rc = ERR_NOMEM, model = 0, exploit = 0, bo = 0;
   struct cand *c = NULL;
   struct gp g;
   size_t j;
@@ -543,9 +556,12 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
     rc = ERR_NOTFOUND; /* nothing to tune */
     goto out;
   }
-  for (i = 0; i < no; i++)
+  for (i = 0; i < no; i++) {
     if (oy[i] == HUGE_VAL) /* a failed configuration: worse than any */
       oy[i] = nok ? worst + log(1.5) : 0;
+    if (oy[i] < oy[bo])
+      bo = i;
+  }
   c = candidates(s, (const int(*)[MAX_DIMS])oidx, no, rng, &ncand);
   if (!c)
     goto out;
@@ -578,6 +594,8 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
       ;
     if (i < no)
       continue; /* observed */
+    if (model && exploit && steps(s, c[k].idx, oidx[bo]) > LOCAL_STEPS)
+      continue; /* the local step looks only near the best */
     if (model) {
       double mu, sg;
       gp_predict(&g, x, &mu, &sg);
@@ -590,6 +608,23 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
           m = r;
       }
       c[k].score = (no ? m : 0) + 1e-6 * select_rng_uniform(rng);
+    }
+  }
+  if (exploit) { /* nothing left near the best: expected improvement */
+    for (k = 0; k < ncand && c[k].score == -HUGE_VAL; k++)
+      ;
+    if (k == ncand) {
+      exploit = 0;
+      for (k = 0; k < ncand; k++) {
+        double x[GP_MAX_DIMS], mu, sg;
+        for (i = 0; i < no && !same_idx(c[k].idx, oidx[i], s->n); i++)
+          ;
+        if (i < no)
+          continue;
+        to_coords(s, c[k].idx, x, NULL);
+        gp_predict(&g, x, &mu, &sg);
+        c[k].score = gp_expected_improvement(mu, sg, best_mu);
+      }
     }
   }
   qsort(c, (size_t)ncand, sizeof(*c), cand_cmp);
