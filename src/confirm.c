@@ -11,15 +11,14 @@
 #include "log.h"
 #include "search_impl.h"
 
-#define MAXP      8  /* incumbent + contenders + seed */
+#define MAXP      8 /* incumbent + contenders + seed */
 #define MAXROUNDS 64
 
 static double t975(int df)
 {
-  static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571,
-                             2.447, 2.365,  2.306, 2.262, 2.228, 2.201,
-                             2.179, 2.160,  2.145, 2.131, 2.120, 2.110,
-                             2.101, 2.093,  2.086};
+  static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447,
+                             2.365, 2.306,  2.262, 2.228, 2.201, 2.179, 2.160,
+                             2.145, 2.131,  2.120, 2.110, 2.101, 2.093, 2.086};
   if (df < 1)
     return 0;
   return df <= 20 ? t[df] : 1.96 + 2.4 / df;
@@ -183,8 +182,8 @@ int confirm_best(struct evolve *s, struct err *e)
   if (rounds > MAXROUNDS / 2)
     rounds = MAXROUNDS / 2;
   p[0] = inc;
-  nc = contenders(s, inc, p + 1, s->o.confirm < MAXP - 2 ? s->o.confirm
-                                                         : MAXP - 2);
+  nc = contenders(s, inc, p + 1,
+                  s->o.confirm < MAXP - 2 ? s->o.confirm : MAXP - 2);
   np = 1 + nc;
   if (inc->p.id != s->seed_id && search_find(s, s->seed_id)) {
     seed_ix = np;
@@ -209,8 +208,8 @@ int confirm_best(struct evolve *s, struct err *e)
     }
     done = r;
     seed_spread = seed_ix >= 0 ? confirm_spread(ms[seed_ix], done) : 0;
-    if (seed_ix >= 0 && seed_spread > thr && !extended && !search_interrupted &&
-        rounds * 2 <= MAXROUNDS) {
+    if (seed_ix >= 0 && seed_spread > thr && !extended &&
+        !search_interrupted && rounds * 2 <= MAXROUNDS) {
       buf_printf(&out,
                  "noise: the seed's spread over %d rounds is %.1f%% of its "
                  "median (threshold %.0f%%): %d rounds more\n",
@@ -248,7 +247,8 @@ int confirm_best(struct evolve *s, struct err *e)
         best_mean = ratio;
       }
     }
-    buf_printf(&out, "  #%lld vs #%lld: %.3f of its time, 95%% CI [%.3f, "
+    buf_printf(&out,
+               "  #%lld vs #%lld: %.3f of its time, 95%% CI [%.3f, "
                "%.3f] over %d rounds: %s\n",
                (long long)p[k]->p.id, (long long)inc->p.id, ratio, lo, hi, n,
                verdict);
@@ -270,8 +270,8 @@ int confirm_best(struct evolve *s, struct err *e)
       continue;
     ratio = confirm_interval(lr, n, &lo, &hi);
     buf_printf(&out, "best #%lld beats #%lld by %.1f%% [%.1f, %.1f]%s\n",
-               (long long)best->p.id, (long long)p[i]->p.id,
-               100 * (ratio - 1), 100 * (lo - 1), 100 * (hi - 1),
+               (long long)best->p.id, (long long)p[i]->p.id, 100 * (ratio - 1),
+               100 * (lo - 1), 100 * (hi - 1),
                lo <= 1 ? " (not beyond the noise)" : "");
     break;
   }
@@ -290,8 +290,8 @@ int confirm_best(struct evolve *s, struct err *e)
                  adopt > 0 ? "; adopted: faster than the former best beyond "
                              "the noise"
                            : "");
-      if ((rc = store(s, best->p.id, 0, "bar", n, ratio, lo, hi, "best",
-                      ms[k], NULL, e)))
+      if ((rc = store(s, best->p.id, 0, "bar", n, ratio, lo, hi, "best", ms[k],
+                      NULL, e)))
         goto out;
     }
     n = 0;
@@ -311,8 +311,8 @@ int confirm_best(struct evolve *s, struct err *e)
     pthread_mutex_lock(&s->mu);
     s->best_id = best->p.id;
     search_write_best(s);
-    rc = db_run_set_program(s->db, s->run.id, "best_program_id", best->p.id,
-                            e);
+    rc =
+        db_run_set_program(s->db, s->run.id, "best_program_id", best->p.id, e);
     pthread_mutex_unlock(&s->mu);
   }
 out:

@@ -507,8 +507,8 @@ static void summary(struct evolve *s)
   if (s->n_noisy)
     printf("noise: %d measurement%s spread beyond %.0f%% of the median and "
            "%s measured again\n",
-           s->n_noisy, s->n_noisy == 1 ? "" : "s",
-           100 * s->o.noise_threshold, s->n_noisy == 1 ? "was" : "were");
+           s->n_noisy, s->n_noisy == 1 ? "" : "s", 100 * s->o.noise_threshold,
+           s->n_noisy == 1 ? "was" : "were");
   printf("database: %s/run.db\n", s->o.out_dir);
   fflush(stdout);
 }

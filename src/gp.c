@@ -159,8 +159,7 @@ int gp_fit(struct gp *g, const double *x, const double *y, int n, int d,
   return 0;
 }
 
-void gp_predict(const struct gp *g, const double *x, double *mu,
-                double *sigma)
+void gp_predict(const struct gp *g, const double *x, double *mu, double *sigma)
 {
   double ks[GP_MAX_POINTS] = {0}, v[GP_MAX_POINTS], m = 0, var = 1;
   int i;

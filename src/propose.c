@@ -132,8 +132,7 @@ static struct tuner_obs *history(struct evolve *s, const struct member *p,
   for (i = 0; i < s->nm; i++) {
     const struct member *m = s->m[i];
     struct err e;
-    int ok = is_ok(m),
-        failed = m->p.status && !strcmp(m->p.status, "failed");
+    int ok = is_ok(m), failed = m->p.status && !strcmp(m->p.status, "failed");
     if (!m->p.code || (!ok && !failed) ||
         !strcmp(m->p.edit_kind ? m->p.edit_kind : "", "migrate"))
       continue;

@@ -383,7 +383,7 @@ out:
 #ifndef LOCAL_STEPS
 #define LOCAL_STEPS 2
 #endif
-#define SAMPLE_N 4000  /* otherwise this many random points (+ neighbours) */
+#define SAMPLE_N 4000 /* otherwise this many random points (+ neighbours) */
 
 /* Is every value of ds in the space?  idx receives the indices. */
 static int index_exact(const struct space *s, const struct directive_set *ds,
@@ -468,8 +468,9 @@ static int same_idx(const int *a, const int *b, int n)
 
 /* The candidate points: the whole space when small, else random draws
  * plus the 1-step neighbours of the observed points. */
-static struct cand *candidates(const struct space *s, const int (*oidx)[MAX_DIMS],
-                               int no, struct select_rng *rng, int *ncand)
+static struct cand *candidates(const struct space *s,
+                               const int (*oidx)[MAX_DIMS], int no,
+                               struct select_rng *rng, int *ncand)
 {
   double size = 1;
   struct cand *c;
@@ -578,7 +579,8 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
     if (rc)
       goto out;
     model = 1;
-    exploit = EXPLOIT_EVERY > 0 && (nok - ninit) % EXPLOIT_EVERY == EXPLOIT_EVERY - 1;
+    exploit = EXPLOIT_EVERY > 0 &&
+              (nok - ninit) % EXPLOIT_EVERY == EXPLOIT_EVERY - 1;
     for (i = 0; i < no; i++) {
       double mu, sg;
       gp_predict(&g, ox + i * GP_MAX_DIMS, &mu, &sg);
@@ -637,11 +639,13 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
       to_coords(s, c[k].idx, x, NULL);
       if (model) {
         gp_predict(&g, x, &mu, &sg);
-        o = (size_t)snprintf(what, whatn, "model (%d obs): predicted %.4g ms "
-                             "+-%.0f%%:", no, exp(mu), 100 * (exp(sg) - 1));
+        o = (size_t)snprintf(what, whatn,
+                             "model (%d obs): predicted %.4g ms "
+                             "+-%.0f%%:",
+                             no, exp(mu), 100 * (exp(sg) - 1));
       } else {
-        o = (size_t)snprintf(what, whatn, "space-filling start %d/%d:",
-                             nok + 1, ninit);
+        o = (size_t)snprintf(what, whatn,
+                             "space-filling start %d/%d:", nok + 1, ninit);
       }
       for (i = 0; i < s->n && o < whatn; i++)
         if (c[k].idx[i] != bidx[i]) {

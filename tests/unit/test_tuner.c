@@ -289,7 +289,8 @@ static void param_key(const struct workload *w, const struct directive_set *d,
                               d->params[j].value);
 }
 
-static double ls_lookup(const struct landscape *l, const struct directive_set *d)
+static double ls_lookup(const struct landscape *l,
+                        const struct directive_set *d)
 {
   char k[64];
   int i;
@@ -353,8 +354,8 @@ static double drive(const struct landscape *l, uint64_t seed, int old, int *at)
                         &ds, &next, what, sizeof(what)))
         break;
     } else {
-      assert_int_equal(tuner_suggest(&l->w, obs, (size_t)n, &l->seed, &r,
-                                     NULL, NULL, &next, what, sizeof(what)),
+      assert_int_equal(tuner_suggest(&l->w, obs, (size_t)n, &l->seed, &r, NULL,
+                                     NULL, &next, what, sizeof(what)),
                        0);
       /* never one already evaluated (without being told by `seen`) */
       assert_false(drive_is_seen(&ds, &next));
@@ -403,8 +404,8 @@ static int load_stencil(struct landscape *l)
   while (fgets(line, sizeof(line), f) && l->n < LS_MAX) {
     int ty, tx, u, rw;
     double ms;
-    if (line[0] == '#' || sscanf(line, "%d %d %d %d %lf", &ty, &tx, &u, &rw,
-                                 &ms) != 5)
+    if (line[0] == '#' ||
+        sscanf(line, "%d %d %d %d %lf", &ty, &tx, &u, &rw, &ms) != 5)
       continue;
     snprintf(l->key[l->n], sizeof(l->key[0]), "%d,%d,%d,%d", ty, tx, u, rw);
     l->ms[l->n++] = ms;
@@ -453,7 +454,12 @@ static void load_synthetic(struct landscape *l)
           static const double uval[] = {1, 2, 3, 4, 6, 8};
           /* each loop order has its own basin; nest_b's is the best */
           double lt = o == 0 ? 0.12 : o == 1 ? 0 : 0.07;
-          double oa = o == 0 ? 3 : o == 1 ? 5 : 1, ob = o == 0 ? 4 : o == 1 ? 2 : 5;
+          double oa = o == 0   ? 3
+                      : o == 1 ? 5
+                               : 1,
+                 ob = o == 0   ? 4
+                      : o == 1 ? 2
+                               : 5;
           unsigned h = (unsigned)(((o * 8 + a) * 7 + b) * 6 + u) * 2654435761u;
           lt += 0.03 * (a - oa) * (a - oa) + 0.035 * (b - ob) * (b - ob);
           if (a + b > 8) /* the two tiles no longer fit in cache */
@@ -504,8 +510,8 @@ static void load_ridge(struct landscape *l)
         for (d = 0; d < 4; d++) {
           unsigned h = (unsigned)(((a * 8 + b) * 4 + c) * 4 + d) * 2246822519u;
           double lt = 0.1 * (a + b - 8) * (a + b - 8) +
-                      0.015 * (a - 5) * (a - 5) +
-                      0.12 * fabs(c - a / 2.5) + 0.08 * abs(d - 2 - (b > 4)) +
+                      0.015 * (a - 5) * (a - 5) + 0.12 * fabs(c - a / 2.5) +
+                      0.08 * abs(d - 2 - (b > 4)) +
                       0.03 * ((double)(h >> 16 & 0xffff) / 65535.0 - 0.5) * 2;
           snprintf(l->key[l->n], sizeof(l->key[0]), "%s,%s,%s,%s",
                    l->w.params[0].choices[a], l->w.params[1].choices[b],
@@ -550,7 +556,8 @@ static int check_landscape(const struct landscape *l, int *old, int *within12)
          "moves: %d of 6)\n",
          l->name, BUDGET, within, within_old);
   if (getenv("TUNER_SEEDS")) { /* a longer look, by hand */
-    int ns = (int)strtol(getenv("TUNER_SEEDS"), NULL, 10), w1 = 0, w2 = 0, wo = 0;
+    int ns = (int)strtol(getenv("TUNER_SEEDS"), NULL, 10), w1 = 0, w2 = 0,
+        wo = 0;
     double sum = 0;
     for (seed = 1; seed <= ns; seed++) {
       r = drive(l, (uint64_t)seed, 0, &at);
@@ -560,7 +567,8 @@ static int check_landscape(const struct landscape *l, int *old, int *within12)
       wo += drive(l, (uint64_t)seed, 1, &at_old) <= 1.1;
     }
     printf("# %s: %d seeds: within 1.1x %d, 1.2x %d, mean %.3fx; coordinate "
-           "moves within 1.1x %d\n", l->name, ns, w1, w2, sum / ns, wo);
+           "moves within 1.1x %d\n",
+           l->name, ns, w1, w2, sum / ns, wo);
   }
   *old = within_old;
   return within;
