@@ -51,6 +51,11 @@ static const char *const migrations[] = {
     "CREATE TABLE meta_summaries ("
     " id INTEGER PRIMARY KEY, run_id INTEGER, island INTEGER,"
     " generation INTEGER, text TEXT, created_at REAL);",
+    /* 1 -> 2: end-of-run confirmations (docs/evolve.md) */
+    "CREATE TABLE confirmations ("
+    " id INTEGER PRIMARY KEY, run_id INTEGER, program_id INTEGER,"
+    " versus_id INTEGER, versus TEXT, rounds INTEGER, ratio REAL, lo REAL,"
+    " hi REAL, verdict TEXT, samples_json TEXT, created_at REAL);",
 };
 #define NMIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 
@@ -819,6 +824,31 @@ int db_meta_summary_insert(struct db *db, int64_t run_id, int island,
   bind_text(st, 4, text);
   sqlite3_bind_double(st, 5, db_now());
   return step_done(db, st, "insert meta summary", e);
+}
+
+int db_confirmation_insert(struct db *db, const struct db_confirmation *c,
+                           struct err *e)
+{
+  sqlite3_stmt *st;
+
+  if (prepare(db,
+              "INSERT INTO confirmations (run_id, program_id, versus_id,"
+              " versus, rounds, ratio, lo, hi, verdict, samples_json,"
+              " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              &st, e))
+    return ERR_DB;
+  sqlite3_bind_int64(st, 1, c->run_id);
+  sqlite3_bind_int64(st, 2, c->program_id);
+  sqlite3_bind_int64(st, 3, c->versus_id);
+  bind_text(st, 4, c->versus);
+  sqlite3_bind_int(st, 5, c->rounds);
+  sqlite3_bind_double(st, 6, c->ratio);
+  sqlite3_bind_double(st, 7, c->lo);
+  sqlite3_bind_double(st, 8, c->hi);
+  bind_text(st, 9, c->verdict);
+  bind_text(st, 10, c->samples_json);
+  sqlite3_bind_double(st, 11, db_now());
+  return step_done(db, st, "insert confirmation", e);
 }
 
 char *db_meta_summary_latest(struct db *db, int64_t run_id, int island)

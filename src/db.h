@@ -18,7 +18,7 @@
 
 #include "err.h"
 
-#define DB_SCHEMA_VERSION 1
+#define DB_SCHEMA_VERSION 2
 
 struct db;
 
@@ -178,6 +178,22 @@ int db_meta_summary_insert(struct db *db, int64_t run_id, int island,
 char *db_meta_summary_latest(struct db *db, int64_t run_id, int island);
 
 /* Wall-clock seconds since the epoch (sub-second). */
+/* One paired comparison of the end-of-run confirmation: program_id
+ * against versus_id ("#7", "seed") or the bar (versus_id 0, versus
+ * "bar"); ratio = its time over the other's (speedup for the bar), with a
+ * 95% interval; verdict "best", "adopted", "within noise", "slower",
+ * "bar"; samples_json the per-round ms. */
+struct db_confirmation {
+  int64_t run_id, program_id, versus_id;
+  const char *versus, *verdict, *samples_json;
+  int rounds;
+  double ratio, lo, hi;
+};
+
+/* Insert one confirmation row (schema 2; borrowed strings).  ERR_DB. */
+int db_confirmation_insert(struct db *db, const struct db_confirmation *c,
+                           struct err *e) WARN_UNUSED;
+
 double db_now(void);
 
 #endif

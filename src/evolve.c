@@ -19,6 +19,7 @@
 #include "eval.h"
 #include "llm.h"
 #include "log.h"
+#include "confirm.h"
 #include "search_impl.h"
 
 #define CODE_MAX (2u * 1024u * 1024u)
@@ -55,6 +56,15 @@ int evolve_opts_init(struct evolve_opts *o, const struct config *cfg,
   if (config_get_long(cfg, "evolve", "slots", 0, 0, EVOLVE_MAX_SLOTS, &v, e))
     return e->code;
   o->slots = (int)v;
+  if (config_get_long(cfg, "evolve", "confirm", 2, 0, 6, &v, e))
+    return e->code;
+  o->confirm = (int)v;
+  if (config_get_long(cfg, "evolve", "confirm_rounds", 3, 0, 32, &v, e))
+    return e->code;
+  o->confirm_rounds = (int)v;
+  if (config_get_double(cfg, "evolve", "noise_threshold", 0.05, 0.001, 1,
+                        &o->noise_threshold, e))
+    return e->code;
   if (config_get_double(cfg, "evolve", "explore_fraction", 0.4, 0, 1,
                         &o->explore_fraction, e) ||
       config_get_double(cfg, "evolve", "novelty", 0.99, 0, 1, &o->novelty,
@@ -492,6 +502,13 @@ static void summary(struct evolve *s)
          "evaluation%s); LLM: %s, $%.4f; wall %s\n",
          n, ok, failed, rejected, pending ? ", some unfinished" : "",
          s->use_llm ? "yes" : "none (offline tuner)", s->run.spent_usd, wall);
+  if (s->confirm_text)
+    fputs(s->confirm_text, stdout);
+  if (s->n_noisy)
+    printf("noise: %d measurement%s spread beyond %.0f%% of the median and "
+           "%s measured again\n",
+           s->n_noisy, s->n_noisy == 1 ? "" : "s", 100 * s->o.noise_threshold,
+           s->n_noisy == 1 ? "was" : "were");
   printf("database: %s/run.db\n", s->o.out_dir);
   fflush(stdout);
 }
@@ -631,6 +648,8 @@ static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
     return rc;
   search_write_best(s);
   rc = search_run(s, e);
+  if (!rc && !search_interrupted)
+    rc = confirm_best(s, e);
   if (!rc) {
     const char *st2 = search_interrupted ? "interrupted" : "done";
     if (db_run_set_status(s->db, s->run.id, st2, 1, e) ||
@@ -657,6 +676,7 @@ static void evolve_free(struct evolve *s)
     free(s->isl[k].meta);
   free(s->queue);
   free(s->seed_code);
+  free(s->confirm_text);
   db_run_release(&s->run);
   db_close(s->db);
   llm_pool_free(s->pool);

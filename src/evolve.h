@@ -41,6 +41,10 @@ struct evolve_opts {
   int novelty_attempts;    /* proposals per generation slot */
   int inspirations;
   struct select_params sel;
+  int confirm;            /* contenders re-measured at the end (0: none) */
+  int confirm_rounds;     /* interleaved rounds of that confirmation */
+  double noise_threshold; /* relative spread beyond which a measurement
+                             is called noisy and repeated */
   /* [evolve] edit_sequence = diff, full, cross: a fixed cycle of edit
    * kinds instead of the phase mix (ablations and replayed tests) */
   int nseq;

@@ -95,20 +95,79 @@ static int seen_directives(void *ud, const struct directive_set *d)
   return seen;
 }
 
-/* The tuner's candidate from parent p (lock held).  0, or ERR_NOTFOUND
- * when the neighbourhood and the random restarts are all seen. */
+/* XXH64 of code without its directive/param lines: two programs with the
+ * same skeleton differ only in what the tuner sets. */
+static void skeleton_hash(const char *code, char out[17])
+{
+  struct buf b = BUF_INIT(PATCH_MAX_CODE);
+  const char *p = code;
+
+  while (p && *p) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+    char line[256];
+    snprintf(line, sizeof(line), "%.*s", (int)(n < 255 ? n : 255), p);
+    if (!strstr(line, "CUCO-PARAM") && !strstr(line, "CUCO-DIRECTIVES"))
+      buf_append(&b, p, n);
+    p += n;
+  }
+  search_hash(buf_error(&b) ? code : buf_str(&b), out);
+  buf_release(&b);
+}
+
+/* The evaluated programs with parent p's skeleton, as tuner observations
+ * (correct: their median; failed: -1).  Copies, pending and rejected rows
+ * are left out.  Caller frees; *n the count. */
+static struct tuner_obs *history(struct evolve *s, const struct member *p,
+                                 size_t *n)
+{
+  struct tuner_obs *o = calloc(s->nm + 1, sizeof(*o));
+  char want[17], h[17];
+  size_t i;
+
+  *n = 0;
+  if (!o)
+    return NULL;
+  skeleton_hash(p->p.code, want);
+  for (i = 0; i < s->nm; i++) {
+    const struct member *m = s->m[i];
+    struct err e;
+    int ok = is_ok(m), failed = m->p.status && !strcmp(m->p.status, "failed");
+    if (!m->p.code || (!ok && !failed) ||
+        !strcmp(m->p.edit_kind ? m->p.edit_kind : "", "migrate"))
+      continue;
+    skeleton_hash(m->p.code, h);
+    if (strcmp(h, want) || directive_parse(m->p.code, &o[*n].d, &e))
+      continue;
+    o[(*n)++].ms = ok ? m->p.median_ms : -1;
+  }
+  return o;
+}
+
+/* The tuner's candidate from parent p (lock held).  Offline runs: the
+ * model over every evaluated configuration of p's skeleton; LLM runs:
+ * a coordinate move near p (its code is the LLM's).  0, or ERR_NOTFOUND
+ * when nothing unseen is left. */
 static int propose_tune(struct evolve *s, struct job *j,
                         const struct member *p)
 {
   struct directive_set cur, next;
   struct seen_ctx sc = {s, p->p.code};
+  struct tuner_obs *obs = NULL;
   struct err e;
+  size_t nobs = 0;
   int rc;
 
   if (directive_parse(p->p.code, &cur, &e))
     return ERR_PARSE;
-  rc = tuner_propose(&s->wl, &cur, !j->exploit, &s->rng, seen_directives, &sc,
-                     &next, j->what, sizeof(j->what));
+  if (!s->use_llm && (obs = history(s, p, &nobs)) != NULL) {
+    rc = tuner_suggest(&s->wl, obs, nobs, &cur, &s->rng, seen_directives, &sc,
+                       &next, j->what, sizeof(j->what));
+    free(obs);
+  } else {
+    rc = tuner_propose(&s->wl, &cur, !j->exploit, &s->rng, seen_directives,
+                       &sc, &next, j->what, sizeof(j->what));
+  }
   if (rc)
     return rc;
   j->code = directive_apply(p->p.code, &next, &e);

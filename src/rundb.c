@@ -180,9 +180,11 @@ struct rundb *rundb_open(const char *path, struct err *e)
     db_fail(db, e, path);
     goto fail;
   }
+  /* schema 1 (before the confirmations table) and 2 read alike */
   if (sqlite3_step(st) != SQLITE_ROW || !sqlite3_column_text(st, 0) ||
-      strcmp((const char *)sqlite3_column_text(st, 0), "1")) {
-    err_set(e, ERR_DB, "%s: schema version is not 1", path);
+      (strcmp((const char *)sqlite3_column_text(st, 0), "1") &&
+       strcmp((const char *)sqlite3_column_text(st, 0), "2"))) {
+    err_set(e, ERR_DB, "%s: schema version is not 1 or 2", path);
     goto fail;
   }
   sqlite3_finalize(st);

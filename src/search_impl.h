@@ -64,7 +64,9 @@ struct evolve {
   int total; /* candidates planned: islands * generations */
   int count; /* candidate rows this session finished */
   int n_ok, n_failed, n_rejected;
-  int seq_pos; /* next entry of o.seq */
+  int seq_pos;        /* next entry of o.seq */
+  char *confirm_text; /* the confirmation's lines for the summary */
+  int n_noisy;        /* measurements repeated because they were noisy */
 };
 
 /* search.c */

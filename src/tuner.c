@@ -1,11 +1,13 @@
 /* tuner.c - the offline directive/param proposer (tuner.h). */
 #include "tuner.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
+#include "gp.h"
 #include "workload.h"
 
 #define MAX_DIMS (5 + WORKLOAD_MAX_PARAMS)
@@ -369,5 +371,300 @@ out:
   free(s);
   free(m1);
   free(m2);
+  return rc;
+}
+
+/* ---- the model-based proposer (tuner_suggest) ---- */
+
+#define ENUM_MAX 20000 /* spaces up to this size are enumerated */
+#ifndef EXPLOIT_EVERY
+#define EXPLOIT_EVERY 4
+#endif
+#ifndef LOCAL_STEPS
+#define LOCAL_STEPS 2
+#endif
+#define SAMPLE_N 4000 /* otherwise this many random points (+ neighbours) */
+
+/* Is every value of ds in the space?  idx receives the indices. */
+static int index_exact(const struct space *s, const struct directive_set *ds,
+                       int *idx)
+{
+  char tmp[32];
+  int i, j;
+
+  for (i = 0; i < s->n; i++) {
+    const char *v = get_value(ds, &s->d[i], tmp, sizeof(tmp));
+    idx[i] = -1;
+    for (j = 0; j < s->d[i].nv; j++)
+      if (!strcmp(v, s->d[i].v[j]))
+        idx[i] = j;
+    if (idx[i] < 0) {
+      if (s->d[i].nv > 1)
+        return 0;
+      idx[i] = 0;
+    }
+  }
+  return 1;
+}
+
+/* The GP coordinates of configuration idx: ordered dimensions scaled to
+ * [0, 1], categorical ones as their index; fixed dimensions left out. */
+static int to_coords(const struct space *s, const int *idx, double *x,
+                     int *categorical)
+{
+  int i, d = 0;
+
+  for (i = 0; i < s->n; i++) {
+    const struct dim *dm = &s->d[i];
+    if (dm->nv < 2)
+      continue;
+    if (categorical)
+      categorical[d] = !dm->ordered;
+    x[d++] = dm->ordered ? (double)idx[i] / (dm->nv - 1) : idx[i];
+  }
+  return d;
+}
+
+static double coord_dist2(const double *a, const double *b, const int *cat,
+                          int d)
+{
+  double r = 0;
+  int i;
+
+  for (i = 0; i < d; i++) {
+    double t = cat[i] ? (a[i] != b[i]) : a[i] - b[i];
+    r += t * t;
+  }
+  return r;
+}
+
+struct cand {
+  int idx[MAX_DIMS];
+  double score;
+};
+
+static int cand_cmp(const void *a, const void *b)
+{
+  double x = ((const struct cand *)a)->score,
+         y = ((const struct cand *)b)->score;
+
+  return x > y ? -1 : x < y;
+}
+
+/* Index steps between two configurations (a categorical change is 1). */
+static int steps(const struct space *s, const int *a, const int *b)
+{
+  int i, n = 0;
+
+  for (i = 0; i < s->n; i++)
+    n += s->d[i].ordered ? abs(a[i] - b[i]) : a[i] != b[i];
+  return n;
+}
+
+static int same_idx(const int *a, const int *b, int n)
+{
+  return !memcmp(a, b, sizeof(int) * (size_t)n);
+}
+
+/* The candidate points: the whole space when small, else random draws
+ * plus the 1-step neighbours of the observed points. */
+static struct cand *candidates(const struct space *s,
+                               const int (*oidx)[MAX_DIMS], int no,
+                               struct select_rng *rng, int *ncand)
+{
+  double size = 1;
+  struct cand *c;
+  int i, n = 0, cap;
+
+  for (i = 0; i < s->n; i++)
+    size *= s->d[i].nv ? s->d[i].nv : 1;
+  cap = size <= ENUM_MAX ? (int)size : SAMPLE_N + no * 2 * MAX_DIMS;
+  c = calloc((size_t)cap, sizeof(*c));
+  if (!c)
+    return NULL;
+  if (size <= ENUM_MAX) {
+    for (n = 0; n < cap; n++) {
+      int r = n;
+      for (i = 0; i < s->n; i++) {
+        int nv = s->d[i].nv ? s->d[i].nv : 1;
+        c[n].idx[i] = r % nv;
+        r /= nv;
+      }
+    }
+  } else {
+    int k;
+    for (; n < SAMPLE_N; n++)
+      for (i = 0; i < s->n; i++)
+        c[n].idx[i] =
+            s->d[i].nv ? (int)select_rng_below(rng, (size_t)s->d[i].nv) : 0;
+    for (k = 0; k < no; k++)
+      for (i = 0; i < s->n && n + 2 <= cap; i++) {
+        int dlt;
+        for (dlt = -1; dlt <= 1; dlt += 2) {
+          int v = oidx[k][i] + dlt;
+          if (v < 0 || v >= s->d[i].nv)
+            continue;
+          memcpy(c[n].idx, oidx[k], sizeof(c[n].idx));
+          c[n++].idx[i] = v;
+        }
+      }
+  }
+  *ncand = n;
+  return c;
+}
+
+int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
+                  size_t nobs, const struct directive_set *base,
+                  struct select_rng *rng, tuner_seen_fn seen, void *ud,
+                  struct directive_set *out, char *what, size_t whatn)
+{
+  struct space *s = malloc(sizeof(*s));
+  int(*oidx)[MAX_DIMS] = NULL;
+  double *ox = NULL, *oy = NULL, worst = -HUGE_VAL, best_mu = HUGE_VAL;
+  int cat[GP_MAX_DIMS], bidx[MAX_DIMS], no = 0, nok = 0, d = 0, ninit;
+  int ncand = 0, i, k, rc = ERR_NOMEM, model = 0, exploit = 0, bo = 0;
+  struct cand *c = NULL;
+  struct gp g;
+  size_t j;
+
+  memset(&g, 0, sizeof(g));
+  if (!s)
+    return ERR_NOMEM;
+  build_space(w, s);
+  oidx = calloc(nobs + 1, sizeof(*oidx));
+  ox = calloc((nobs + 1) * GP_MAX_DIMS, sizeof(*ox));
+  oy = calloc(nobs + 1, sizeof(*oy));
+  if (!oidx || !ox || !oy)
+    goto out;
+  /* the observations inside the space, the last GP_MAX_POINTS of them */
+  for (j = nobs > GP_MAX_POINTS ? nobs - GP_MAX_POINTS : 0; j < nobs; j++) {
+    if (!index_exact(s, &obs[j].d, oidx[no]))
+      continue;
+    d = to_coords(s, oidx[no], ox + no * GP_MAX_DIMS, cat);
+    oy[no] = obs[j].ms > 0 ? log(obs[j].ms) : HUGE_VAL;
+    if (obs[j].ms > 0) {
+      nok++;
+      if (oy[no] > worst)
+        worst = oy[no];
+    }
+    no++;
+  }
+  if (!index_exact(s, base, bidx))
+    to_index(s, base, bidx);
+  if (d == 0)
+    d = to_coords(s, bidx, ox + no * GP_MAX_DIMS, cat);
+  if (d == 0 || d > GP_MAX_DIMS) {
+    rc = ERR_NOTFOUND; /* nothing to tune */
+    goto out;
+  }
+  for (i = 0; i < no; i++) {
+    if (oy[i] == HUGE_VAL) /* a failed configuration: worse than any */
+      oy[i] = nok ? worst + log(1.5) : 0;
+    if (oy[i] < oy[bo])
+      bo = i;
+  }
+  c = candidates(s, (const int(*)[MAX_DIMS])oidx, no, rng, &ncand);
+  if (!c)
+    goto out;
+  /* a space-filling start (maximin), then expected improvement */
+  ninit = 2 * d + 1;
+  if (nok >= ninit && nok >= 3) {
+    double *xs = malloc(sizeof(double) * (size_t)no * (size_t)d);
+    if (!xs)
+      goto out;
+    for (i = 0; i < no; i++)
+      memcpy(xs + i * d, ox + i * GP_MAX_DIMS, sizeof(double) * (size_t)d);
+    rc = gp_fit(&g, xs, oy, no, d, cat);
+    free(xs);
+    if (rc)
+      goto out;
+    model = 1;
+    exploit = EXPLOIT_EVERY > 0 &&
+              (nok - ninit) % EXPLOIT_EVERY == EXPLOIT_EVERY - 1;
+    for (i = 0; i < no; i++) {
+      double mu, sg;
+      gp_predict(&g, ox + i * GP_MAX_DIMS, &mu, &sg);
+      if (mu < best_mu)
+        best_mu = mu;
+    }
+  }
+  for (k = 0; k < ncand; k++) {
+    double x[GP_MAX_DIMS];
+    to_coords(s, c[k].idx, x, NULL);
+    c[k].score = -HUGE_VAL;
+    for (i = 0; i < no && !same_idx(c[k].idx, oidx[i], s->n); i++)
+      ;
+    if (i < no)
+      continue; /* observed */
+    if (model && exploit && steps(s, c[k].idx, oidx[bo]) > LOCAL_STEPS)
+      continue; /* the local step looks only near the best */
+    if (model) {
+      double mu, sg;
+      gp_predict(&g, x, &mu, &sg);
+      c[k].score = exploit ? -mu : gp_expected_improvement(mu, sg, best_mu);
+    } else {
+      double m = HUGE_VAL;
+      for (i = 0; i < no; i++) {
+        double r = coord_dist2(x, ox + i * GP_MAX_DIMS, cat, d);
+        if (r < m)
+          m = r;
+      }
+      c[k].score = (no ? m : 0) + 1e-6 * select_rng_uniform(rng);
+    }
+  }
+  if (exploit) { /* nothing left near the best: expected improvement */
+    for (k = 0; k < ncand && c[k].score == -HUGE_VAL; k++)
+      ;
+    if (k == ncand) {
+      exploit = 0;
+      for (k = 0; k < ncand; k++) {
+        double x[GP_MAX_DIMS], mu, sg;
+        for (i = 0; i < no && !same_idx(c[k].idx, oidx[i], s->n); i++)
+          ;
+        if (i < no)
+          continue;
+        to_coords(s, c[k].idx, x, NULL);
+        gp_predict(&g, x, &mu, &sg);
+        c[k].score = gp_expected_improvement(mu, sg, best_mu);
+      }
+    }
+  }
+  qsort(c, (size_t)ncand, sizeof(*c), cand_cmp);
+  rc = ERR_NOTFOUND;
+  for (k = 0; k < ncand && c[k].score > -HUGE_VAL; k++) {
+    from_index(s, base, c[k].idx, out);
+    if (!seen || !seen(ud, out)) {
+      size_t o = 0;
+      double mu = 0, sg = 0, x[GP_MAX_DIMS];
+      to_coords(s, c[k].idx, x, NULL);
+      if (model) {
+        gp_predict(&g, x, &mu, &sg);
+        o = (size_t)snprintf(what, whatn,
+                             "model (%d obs): predicted %.4g ms "
+                             "+-%.0f%%:",
+                             no, exp(mu), 100 * (exp(sg) - 1));
+      } else {
+        o = (size_t)snprintf(what, whatn,
+                             "space-filling start %d/%d:", nok + 1, ninit);
+      }
+      for (i = 0; i < s->n && o < whatn; i++)
+        if (c[k].idx[i] != bidx[i]) {
+          int wr = snprintf(what + o, whatn - o, " %s %s -> %s", s->d[i].name,
+                            s->d[i].v[bidx[i]], s->d[i].v[c[k].idx[i]]);
+          if (wr < 0)
+            break;
+          o += (size_t)wr;
+        }
+      rc = 0;
+      break;
+    }
+  }
+out:
+  gp_release(&g);
+  free(c);
+  free(oidx);
+  free(ox);
+  free(oy);
+  free(s);
   return rc;
 }

@@ -35,6 +35,28 @@ int tuner_propose(const struct workload *w, const struct directive_set *parent,
                   void *ud, struct directive_set *out, char *what,
                   size_t whatn) WARN_UNUSED;
 
+/* One evaluated configuration: its directives and its median (ms <= 0:
+ * it failed). */
+struct tuner_obs {
+  struct directive_set d;
+  double ms;
+};
+
+/* The model-based proposer (docs/evolve.md, "The offline tuner"): over
+ * the observations obs[0..nobs) (configurations outside the space are
+ * ignored), first a space-filling design of 2D+1 points (maximin distance
+ * to what was observed, D = the dimensions with two or more values), then
+ * the configuration of the largest expected improvement under a Gaussian
+ * process fitted to log(ms) (failures count as 1.5x the worst).  Never
+ * proposes an observed configuration or one `seen` says was seen.  *out is
+ * `base` with the new values; `what` says why.  ERR_NOTFOUND when nothing
+ * unseen is left (or nothing is tunable); ERR_NOMEM. */
+int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
+                  size_t nobs, const struct directive_set *base,
+                  struct select_rng *rng, tuner_seen_fn seen, void *ud,
+                  struct directive_set *out, char *what,
+                  size_t whatn) WARN_UNUSED;
+
 /* Number of configurations in the space (capped at 1e9). */
 double tuner_space_size(const struct workload *w);
 

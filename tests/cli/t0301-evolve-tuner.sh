@@ -22,7 +22,15 @@ expect_grep "summary counts candidates" "$TMP/run.out" \
 expect_grep "best directives printed" "$TMP/run.out" \
   '"order":"b","tile":32,"unroll":4'
 expect_grep "best.c holds the optimum" "$OUT/best.c" "^// CUCO-PARAM tile=32$"
+expect_grep "the best is confirmed with an interval" "$TMP/run.out" \
+  "^confirmed best #[0-9]+: 2\.5x the bar, 95% CI \[2\.5, 2\.5\] \(3 rounds\)"
+expect_grep "contenders are compared paired" "$TMP/run.out" \
+  "^  #[0-9]+ vs #[0-9]+: 1\.[0-9]+ of its time, 95% CI .* over 3 rounds: slower"
 q() { sqlite3 "$OUT/run.db" "$1"; }
+[ "$(q "select count(*) from confirmations where verdict = 'slower'")" = 2 ] &&
+  [ "$(q "select program_id = (select best_program_id from runs) from confirmations where versus = 'bar'")" = 1 ] &&
+  ok "confirmations stored (2 contenders, the bar row is the best)" ||
+  not_ok "confirmations stored" "$(q 'select * from confirmations')"
 [ "$(q "select status from runs")" = done ] && ok "run status done" ||
   not_ok "run status done" "$(q 'select status from runs')"
 [ "$(q "select count(*) from programs where edit_kind <> 'migrate'")" = 21 ] &&

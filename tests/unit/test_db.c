@@ -48,7 +48,7 @@ static void test_schema_and_run(void **state)
   assert_int_equal(db_open(path, 0, &db, &e), 0);
   assert_int_equal(db_schema_version(db), DB_SCHEMA_VERSION);
   v = db_meta_get(db, "schema_version");
-  assert_string_equal(v, "1");
+  assert_string_equal(v, "2"); /* 2: the confirmations table */
   free(v);
   r.workload = "w'; DROP TABLE runs; --";
   r.budget_usd = -1;

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +253,368 @@ static void test_gemm_candidates_are_valid(void **state)
   free(seed);
 }
 
+/* ---- the offline benchmark: the tuner against recorded landscapes ----
+ *
+ * A landscape is a table configuration -> ms.  The driver starts from the
+ * workload's seed, asks tuner_suggest for 39 more configurations (40
+ * evaluations in all, the seed included), "measures" each as its table
+ * value times a log-normal noise of 3%, and takes as its best the one that
+ * MEASURED fastest; the outcome is that configuration's table value over
+ * the table's minimum.  Target (issue 26): within 1.1x on 5 of 6 seeds. */
+
+#define LS_MAX 4096
+#define BUDGET 40
+
+struct landscape {
+  const char *name;
+  struct workload w;
+  struct directive_set seed;
+  int n;
+  char key[LS_MAX][64]; /* "v1,v2,..." in param order */
+  double ms[LS_MAX];    /* <= 0: the configuration fails */
+  double min;
+};
+
+static void param_key(const struct workload *w, const struct directive_set *d,
+                      char *k, size_t n)
+{
+  size_t o = 0;
+  int i, j;
+
+  k[0] = '\0';
+  for (i = 0; i < w->nparams; i++)
+    for (j = 0; j < d->nparams; j++)
+      if (!strcmp(d->params[j].name, w->params[i].name))
+        o += (size_t)snprintf(k + o, n - o, "%s%s", i ? "," : "",
+                              d->params[j].value);
+}
+
+static double ls_lookup(const struct landscape *l,
+                        const struct directive_set *d)
+{
+  char k[64];
+  int i;
+
+  param_key(&l->w, d, k, sizeof(k));
+  for (i = 0; i < l->n; i++)
+    if (!strcmp(l->key[i], k))
+      return l->ms[i];
+  fail_msg("%s: configuration %s is not in the landscape", l->name, k);
+  return 0;
+}
+
+struct drive_seen {
+  const struct landscape *l;
+  const struct tuner_obs *obs;
+  int n;
+};
+
+static int drive_is_seen(void *ud, const struct directive_set *d)
+{
+  const struct drive_seen *ds = ud;
+  char a[64], b[64];
+  int i;
+
+  param_key(&ds->l->w, d, b, sizeof(b));
+  for (i = 0; i < ds->n; i++) {
+    param_key(&ds->l->w, &ds->obs[i].d, a, sizeof(a));
+    if (!strcmp(a, b))
+      return 1;
+  }
+  return 0;
+}
+
+static double gauss(struct select_rng *r)
+{
+  double u = select_rng_uniform(r), v = select_rng_uniform(r);
+
+  return sqrt(-2 * log(u > 1e-12 ? u : 1e-12)) * cos(6.283185307179586 * v);
+}
+
+/* One tuning run; returns the chosen best's true ms over the minimum and
+ * in *at the evaluation (1-based) where it was first measured. */
+static double drive(const struct landscape *l, uint64_t seed, int old, int *at)
+{
+  static struct tuner_obs obs[BUDGET];
+  struct select_rng r, noise;
+  char what[256];
+  int n, best = 0;
+
+  select_rng_seed(&r, seed);
+  select_rng_seed(&noise, seed * 7919 + 1);
+  obs[0].d = l->seed;
+  obs[0].ms = ls_lookup(l, &l->seed) * exp(0.03 * gauss(&noise));
+  for (n = 1; n < BUDGET; n++) {
+    struct directive_set next;
+    double t;
+    struct drive_seen ds = {l, obs, n};
+    if (old) {
+      /* what evolve did before: coordinate moves from the best so far */
+      if (tuner_propose(&l->w, &obs[best].d, n % 3 == 0, &r, drive_is_seen,
+                        &ds, &next, what, sizeof(what)))
+        break;
+    } else {
+      assert_int_equal(tuner_suggest(&l->w, obs, (size_t)n, &l->seed, &r, NULL,
+                                     NULL, &next, what, sizeof(what)),
+                       0);
+      /* never one already evaluated (without being told by `seen`) */
+      assert_false(drive_is_seen(&ds, &next));
+    }
+    t = ls_lookup(l, &next);
+    obs[n].d = next;
+    obs[n].ms = t > 0 ? t * exp(0.03 * gauss(&noise)) : -1;
+    if (obs[n].ms > 0 && obs[n].ms < obs[best].ms)
+      best = n;
+  }
+  *at = best + 1;
+  return ls_lookup(l, &obs[best].d) / l->min;
+}
+
+static void ls_finish(struct landscape *l)
+{
+  int i;
+
+  l->min = HUGE_VAL;
+  for (i = 0; i < l->n; i++)
+    if (l->ms[i] > 0 && l->ms[i] < l->min)
+      l->min = l->ms[i];
+}
+
+/* examples/cpu_stencil, every configuration measured once
+ * (examples/cpu_stencil/brute.sh). */
+static int load_stencil(struct landscape *l)
+{
+  struct err e = {0, ""};
+  char line[256], *seed;
+  FILE *f;
+
+  memset(l, 0, sizeof(*l));
+  l->name = "cpu_stencil (measured)";
+  if (workload_load("examples/cpu_stencil", &l->w, &e))
+    return -1;
+  seed = slurp("examples/cpu_stencil/seed.c");
+  if (!seed || directive_parse(seed, &l->seed, &e)) {
+    free(seed);
+    return -1;
+  }
+  free(seed);
+  f = fopen("tests/data/tuner/cpu_stencil.tsv", "r");
+  if (!f)
+    return -1;
+  while (fgets(line, sizeof(line), f) && l->n < LS_MAX) {
+    int ty, tx, u, rw;
+    double ms;
+    if (line[0] == '#' ||
+        sscanf(line, "%d %d %d %d %lf", &ty, &tx, &u, &rw, &ms) != 5)
+      continue;
+    snprintf(l->key[l->n], sizeof(l->key[0]), "%d,%d,%d,%d", ty, tx, u, rw);
+    l->ms[l->n++] = ms;
+  }
+  fclose(f);
+  ls_finish(l);
+  return 0;
+}
+
+static void add_param(struct workload *w, const char *name, const char *vals)
+{
+  struct workload_param *p = &w->params[w->nparams++];
+  const char *q = vals;
+
+  snprintf(p->name, sizeof(p->name), "%s", name);
+  while (*q) {
+    size_t n = strcspn(q, " ");
+    snprintf(p->choices[p->nchoices++], sizeof(p->choices[0]), "%.*s", (int)n,
+             q);
+    q += n;
+    q += strspn(q, " ");
+  }
+}
+
+/* A synthetic but realistic landscape: a categorical loop order and three
+ * blocking factors with an optimum that moves with the order (three
+ * basins, the seed's is not the best one), a
+ * cache cliff when the two tiles together get too big, an unroll whose
+ * best depends on the inner tile, 4% of hash roughness and a corner that
+ * fails to build (1008 configurations, spread about 7x). */
+static void load_synthetic(struct landscape *l)
+{
+  static const char *orders[] = {"nest_a", "nest_b", "nest_c"};
+  int o, a, b, u, v;
+
+  memset(l, 0, sizeof(*l));
+  l->name = "synthetic (cache cliff)";
+  add_param(&l->w, "order", "nest_a nest_b nest_c");
+  add_param(&l->w, "bi", "1 2 4 8 16 32 64 128");
+  add_param(&l->w, "bj", "8 16 32 64 128 256 512");
+  add_param(&l->w, "unroll", "1 2 3 4 6 8");
+  for (o = 0; o < 3; o++)
+    for (a = 0; a < 8; a++)
+      for (b = 0; b < 7; b++)
+        for (u = 0; u < 6; u++) {
+          static const double uval[] = {1, 2, 3, 4, 6, 8};
+          /* each loop order has its own basin; nest_b's is the best */
+          double lt = o == 0 ? 0.12 : o == 1 ? 0 : 0.07;
+          double oa = o == 0   ? 3
+                      : o == 1 ? 5
+                               : 1,
+                 ob = o == 0   ? 4
+                      : o == 1 ? 2
+                               : 5;
+          unsigned h = (unsigned)(((o * 8 + a) * 7 + b) * 6 + u) * 2654435761u;
+          lt += 0.03 * (a - oa) * (a - oa) + 0.035 * (b - ob) * (b - ob);
+          if (a + b > 8) /* the two tiles no longer fit in cache */
+            lt += 0.2 * (a + b - 8);
+          lt += 0.15 * fabs(log2(uval[u]) - (b >= 3 ? 2 : 1));
+          if ((int)uval[u] % 3 == 0)
+            lt += 0.1; /* odd unrolls leave a remainder loop */
+          lt += 0.04 * ((double)(h >> 16 & 0xffff) / 65535.0 - 0.5) * 2;
+          v = l->n;
+          snprintf(l->key[v], sizeof(l->key[0]), "%s,%s,%s,%s", orders[o],
+                   l->w.params[1].choices[a], l->w.params[2].choices[b],
+                   l->w.params[3].choices[u]);
+          l->ms[v] = a == 7 && b == 6 && u == 5 ? -1 : 2.0 * exp(lt);
+          l->n++;
+        }
+  memset(&l->seed, 0, sizeof(l->seed));
+  l->seed.nparams = 4;
+  snprintf(l->seed.params[0].name, 64, "order");
+  snprintf(l->seed.params[0].value, 64, "nest_a");
+  snprintf(l->seed.params[1].name, 64, "bi");
+  snprintf(l->seed.params[1].value, 64, "128");
+  snprintf(l->seed.params[2].name, 64, "bj");
+  snprintf(l->seed.params[2].value, 64, "512");
+  snprintf(l->seed.params[3].name, 64, "unroll");
+  snprintf(l->seed.params[3].value, 64, "1");
+  ls_finish(l);
+}
+
+/* A second synthetic landscape, of the kind issue 26 describes: four
+ * integer tunables (8 x 8 x 4 x 4 = 1024 configurations), a diagonal
+ * valley (threads x block about constant, which one-coordinate moves
+ * cross badly), a third knob whose best follows the first, 3% roughness;
+ * spread about 5x. */
+static void load_ridge(struct landscape *l)
+{
+  static const char *names[4] = {"threads", "block", "vec", "depth"};
+  int a, b, c, d;
+
+  memset(l, 0, sizeof(*l));
+  l->name = "synthetic (diagonal valley)";
+  add_param(&l->w, "threads", "1 2 4 8 16 32 64 128");
+  add_param(&l->w, "block", "16 32 64 128 256 512 1024 2048");
+  add_param(&l->w, "vec", "1 2 4 8");
+  add_param(&l->w, "depth", "1 2 3 4");
+  for (a = 0; a < 8; a++)
+    for (b = 0; b < 8; b++)
+      for (c = 0; c < 4; c++)
+        for (d = 0; d < 4; d++) {
+          unsigned h = (unsigned)(((a * 8 + b) * 4 + c) * 4 + d) * 2246822519u;
+          double lt = 0.1 * (a + b - 8) * (a + b - 8) +
+                      0.015 * (a - 5) * (a - 5) + 0.12 * fabs(c - a / 2.5) +
+                      0.08 * abs(d - 2 - (b > 4)) +
+                      0.03 * ((double)(h >> 16 & 0xffff) / 65535.0 - 0.5) * 2;
+          snprintf(l->key[l->n], sizeof(l->key[0]), "%s,%s,%s,%s",
+                   l->w.params[0].choices[a], l->w.params[1].choices[b],
+                   l->w.params[2].choices[c], l->w.params[3].choices[d]);
+          l->ms[l->n++] = 3.0 * exp(lt > 1.7 ? 1.7 + 0.1 * (lt - 1.7) : lt);
+        }
+  memset(&l->seed, 0, sizeof(l->seed));
+  l->seed.nparams = 4;
+  for (a = 0; a < 4; a++) {
+    static const char *v[4] = {"1", "128", "1", "1"};
+    snprintf(l->seed.params[a].name, 64, "%s", names[a]);
+    snprintf(l->seed.params[a].value, 64, "%s", v[a]);
+  }
+  ls_finish(l);
+}
+
+/* Drive 6 seeds; print them; returns how many came within 1.1x, and in
+ * *old how many the coordinate moves did, *within12 within 1.2x. */
+static int check_landscape(const struct landscape *l, int *old, int *within12)
+{
+  double worst = 0, r, ro;
+  int seed, within = 0, within_old = 0, at, at_old, i;
+
+  *within12 = 0;
+
+  for (i = 0; i < l->n; i++)
+    if (l->ms[i] > worst)
+      worst = l->ms[i];
+  printf("# %s: %d configurations, spread %.1fx, seed %.2fx the best\n",
+         l->name, l->n, worst / l->min, ls_lookup(l, &l->seed) / l->min);
+  for (seed = 1; seed <= 6; seed++) {
+    r = drive(l, (uint64_t)seed, 0, &at);
+    ro = drive(l, (uint64_t)seed, 1, &at_old);
+    within += r <= 1.1;
+    *within12 += r <= 1.2;
+    within_old += ro <= 1.1;
+    printf("#   seed %d: model %.3fx (found at %d), coordinate moves %.3fx "
+           "(at %d)\n",
+           seed, r, at, ro, at_old);
+  }
+  printf("# %s: within 1.1x in %d evaluations on %d of 6 seeds (coordinate "
+         "moves: %d of 6)\n",
+         l->name, BUDGET, within, within_old);
+  if (getenv("TUNER_SEEDS")) { /* a longer look, by hand */
+    int ns = (int)strtol(getenv("TUNER_SEEDS"), NULL, 10), w1 = 0, w2 = 0,
+        wo = 0;
+    double sum = 0;
+    for (seed = 1; seed <= ns; seed++) {
+      r = drive(l, (uint64_t)seed, 0, &at);
+      sum += r;
+      w1 += r <= 1.1;
+      w2 += r <= 1.2;
+      wo += drive(l, (uint64_t)seed, 1, &at_old) <= 1.1;
+    }
+    printf("# %s: %d seeds: within 1.1x %d, 1.2x %d, mean %.3fx; coordinate "
+           "moves within 1.1x %d\n",
+           l->name, ns, w1, w2, sum / ns, wo);
+  }
+  *old = within_old;
+  return within;
+}
+
+static void test_landscape_ridge(void **state)
+{
+  static struct landscape l;
+  (void)state;
+  int old, w12, w;
+  load_ridge(&l);
+  assert_true(l.n == 1024);
+  /* not yet the target here (3 of 6 within 1.1x, docs/evolve.md): every
+   * seed within 1.2x, and more seeds within 1.1x than coordinate moves */
+  w = check_landscape(&l, &old, &w12);
+  assert_true(w12 == 6);
+  assert_true(w > old);
+}
+
+static void test_landscape_stencil(void **state)
+{
+  static struct landscape l;
+  (void)state;
+  int old, w12;
+  if (load_stencil(&l) || l.n != 980) {
+    /* the table is recorded by examples/cpu_stencil/brute.sh (about 25
+     * minutes on a quiet machine); not committed yet */
+    printf("# cpu_stencil: no complete tests/data/tuner/cpu_stencil.tsv; "
+           "skipped\n");
+    skip();
+    return;
+  }
+  assert_true(check_landscape(&l, &old, &w12) >= 5);
+}
+
+static void test_landscape_synthetic(void **state)
+{
+  static struct landscape l;
+  (void)state;
+  int old, w12;
+  load_synthetic(&l);
+  assert_true(l.n == 1008);
+  /* issue 26's target: within 1.1x in 40 on 5 of 6 seeds */
+  assert_true(check_landscape(&l, &old, &w12) >= 5);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -260,6 +623,9 @@ int main(void)
       cmocka_unit_test(test_never_seen_and_exhaustion),
       cmocka_unit_test(test_meta_stats),
       cmocka_unit_test(test_gemm_candidates_are_valid),
+      cmocka_unit_test(test_landscape_synthetic),
+      cmocka_unit_test(test_landscape_ridge),
+      cmocka_unit_test(test_landscape_stencil),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
