@@ -79,7 +79,7 @@ $(BUILD)/tests/%: tests/unit/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
-test check: $(BUILD)/cuco $(TEST_BIN) $(HELPER_BIN)
+test check: $(BUILD)/cuco $(TEST_BIN) $(HELPER_BIN) $(FUZZ_REPLAY)
 	@if [ "$(BUILD)" = build ]; then cp $(BUILD)/cuco cuco; fi
 	@BUILD=$(BUILD) tests/run.sh
 
@@ -99,3 +99,47 @@ cuda:
 
 clean:
 	rm -rf build build-asan cuco
+
+# ---- fuzzing (docs/c-style.md habit 11): one target per parser ----------
+# `make fuzz` runs each for FUZZ_SECONDS under libFuzzer (clang, ASan and
+# UBSan) from the seeds in tests/fuzz/corpus/NAME/; `make test` replays
+# those with the gcc-built replay driver (build/tests/fuzz_NAME).
+FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_NAMES   := $(FUZZ_SRC:tests/fuzz/%.c=%)
+FUZZ_REPLAY  := $(FUZZ_NAMES:%=$(BUILD)/tests/%)
+FUZZ_SECONDS ?= 60
+FUZZ_LIB_SRC := $(filter-out src/main.c,$(LIB_SRC))
+
+$(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/fuzz -o $@ $< tests/fuzz/replay.c $(LIB_OBJ) $(LDLIBS)
+
+FUZZ_CC    := clang -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 \
+              -fsanitize=fuzzer-no-link,address,undefined $(PKG_CFLAGS) -Isrc
+FUZZ_OBJ   := $(FUZZ_LIB_SRC:src/%.c=build-fuzz/obj/%.o) build-fuzz/obj/web_assets.o
+
+build-fuzz/obj/%.o: src/%.c $(wildcard src/*.h)
+	@mkdir -p $(dir $@)
+	@$(FUZZ_CC) -c -o $@ $<
+
+build-fuzz/obj/web_assets.o: $(BUILD)/gen/web_assets.c
+	@mkdir -p $(dir $@)
+	@$(FUZZ_CC) -c -o $@ $<
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
+	@clang -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) -Isrc \
+	  -Itests/fuzz -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
+
+# New inputs go to build-fuzz/corpus/NAME; tests/fuzz/corpus/NAME holds
+# the seeds and the findings worth keeping (copy them there by hand).
+fuzz: $(FUZZ_NAMES:%=build-fuzz/%)
+	@set -e; for n in $(FUZZ_NAMES); do \
+	  mkdir -p build-fuzz/corpus/$$n; \
+	  echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
+	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	    -print_final_stats=1 -artifact_prefix=build-fuzz/$$n- \
+	    build-fuzz/corpus/$$n tests/fuzz/corpus/$$n 2>&1 | \
+	    grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|BINGO|crash' || true; \
+	  if ls build-fuzz/$$n-crash-* build-fuzz/$$n-leak-* build-fuzz/$$n-timeout-* >/dev/null 2>&1; then \
+	    echo "fuzz: $$n found a failing input: build-fuzz/$$n-*"; exit 1; fi; \
+	done
