@@ -97,6 +97,12 @@ format:
 cuda:
 	@scripts/cuda-compile.sh
 
+# On a GPU machine only (the device run): the GPU scripts named in GPU
+# (default: every workload through cuco eval, then the integrity proof).
+GPU ?= tests/gpu/workloads.sh:590 tests/gpu/integrity.sh:590
+gpu-check: cuco
+	@tests/gpu/run-all.sh $(GPU)
+
 clean:
 	rm -rf build build-asan cuco
 

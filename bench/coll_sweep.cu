@@ -163,8 +163,9 @@ static void cs_parse_args(int argc, char **argv, struct cs_opts *o) {
   if (list) {
     char buf[1024];
     if (strlen(list) >= sizeof buf) cs_die("--sizes: list too long");
-    strcpy(buf, list);
-    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+    snprintf(buf, sizeof buf, "%s", list);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
       if (o->nsizes >= CS_MAX_SIZES) cs_die("--sizes: more than %d sizes", CS_MAX_SIZES);
       if (!(o->sizes[o->nsizes++] = cs_parse_size(t))) cs_die("--sizes: bad size '%s'", t);
     }
@@ -175,8 +176,9 @@ static void cs_parse_args(int argc, char **argv, struct cs_opts *o) {
   if (o->nsizes == 0) cs_die("no sizes");
   char buf[256];
   if (strlen(ops) >= sizeof buf) cs_die("--ops: list too long");
-  strcpy(buf, ops);
-  for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+  snprintf(buf, sizeof buf, "%s", ops);
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     int k = 0;
     while (k < CS_NOPS && strcmp(t, cs_op_names[k])) k++;
     if (k == CS_NOPS) cs_die("--ops: unknown operation '%s'", t);
@@ -598,7 +600,7 @@ int main(int argc, char **argv) {
     struct cs_shared *sh = (struct cs_shared *)calloc(1, sizeof *sh);
     if (!sh) cs_die("out of memory");
     if (o.plan == 2) {  // rank r, repetition i: (i + 1) * (r + 1) / 10 ms, all verified
-      strcpy(sh->rank[0].gpu, "synthetic");
+      snprintf(sh->rank[0].gpu, sizeof sh->rank[0].gpu, "%s", "synthetic");
       sh->rank[0].lsa_size = n;
       for (int r = 0; r < n; r++)
         for (int si = 0; si < o.nsizes; si++)

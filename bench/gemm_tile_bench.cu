@@ -694,8 +694,8 @@ int main(int argc, char **argv) {
     if (s == "--mode" && i + 1 < argc) mode = argv[++i];
     else if (s == "--impl" && i + 1 < argc) impl = argv[++i];
     else if (s == "--out" && i + 1 < argc) out = argv[++i];
-    else if (s == "--iters" && i + 1 < argc) g_iters = atoi(argv[++i]);
-    else if (s == "--warmup" && i + 1 < argc) g_warmup = atoi(argv[++i]);
+    else if (s == "--iters" && i + 1 < argc) g_iters = (int)strtol(argv[++i], NULL, 10);
+    else if (s == "--warmup" && i + 1 < argc) g_warmup = (int)strtol(argv[++i], NULL, 10);
     else if (s == "--quick") quick = true;
     else if (s == "--small") small = true;
     else {

@@ -14,7 +14,12 @@ fi
 banned='gets|strcpy|strcat|sprintf|vsprintf|strtok|atoi|atol|system|popen|tmpnam'
 # A call is NAME followed by '('; snprintf/strtok_r/... are other names.
 # A line may opt out with a trailing "cuco: allow NAME" comment (tests only).
-hits=$(grep -nE "(^|[^a-zA-Z0-9_])($banned)[[:space:]]*\(" $files |
+# The banned list covers the CUDA side too: runtime/, workloads/, bench/
+# and the GPU tests (their .cu/.cuh/.h/.c files), not only the tool.
+cuda_files=$(ls runtime/* bench/*.cu bench/*.cuh bench/*.h workloads/*/*.cu \
+  workloads/*/*.cuh workloads/*/*.h workloads/*/*.c tests/gpu/*.cu tests/gpu/*.cuh \
+  2>/dev/null | grep -v '/cheats/')
+hits=$(grep -nE "(^|[^a-zA-Z0-9_])($banned)[[:space:]]*\(" $files $cuda_files |
        grep -v 'cuco: allow' || true)
 if [ -n "$hits" ]; then
   echo "lint: banned functions used:"

@@ -478,9 +478,9 @@ sup_leader(const struct sup *s, int exec_w)
   sigprocmask(SIG_SETMASK, &none, NULL);
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  fd = s->in_r >= 0 ? s->in_r
-                    : open(s->stdin_path ? s->stdin_path : "/dev/null",
-                           O_RDONLY);
+  fd = s->in_r >= 0
+           ? s->in_r
+           : open(s->stdin_path ? s->stdin_path : "/dev/null", O_RDONLY);
   if (fd < 0)
     goto fail;
   if (fd != 0) {
