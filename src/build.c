@@ -246,8 +246,17 @@ static int hash_headers(XXH64_state_t *st, const char *dir, struct err *e)
  * message. */
 static void first_error(const char *log, char *out, size_t n)
 {
+  static const char *const link_errs[] = {"multiple definition of",
+                                          "undefined reference to", NULL};
   const char *p = log, *best = NULL;
+  int i;
 
+  /* the linker's own words, rather than collect2's "ld returned 1" */
+  for (i = 0; link_errs[i] && !best; i++)
+    if ((best = strstr(log, link_errs[i]))) {
+      snprintf(out, n, "%.*s", (int)strcspn(best, "\n"), best);
+      return;
+    }
   while (p && *p) {
     size_t len = strcspn(p, "\n");
     if (memmem(p, len, "error", 5) || memmem(p, len, "Error", 5)) {
