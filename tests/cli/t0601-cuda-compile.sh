@@ -26,7 +26,7 @@ expect_grep "the failing file and its error are shown" "$TMP/out" "FAIL runtime/
 # seed's frozen text byte-identical (only the EVOLVE block differs).
 for c in workloads/gemm_allgather/cheats/*.cu; do
   name=$(basename "$c" .cu)
-  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+'; then
+  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|allowlist|verify|bench) [a-z0-9_-]+'; then
     ok "$name declares its expected rejection"
   else
     not_ok "$name declares its expected rejection" "$(head -1 "$c")"
