@@ -196,8 +196,7 @@ int allow_match(const struct allow *a, const char *name, const char *demangled,
   for (pass = 0; pass < 2; pass++)
     for (i = 0; i < a->n; i++) {
       const struct allow_pat *p = &a->v[i];
-      if (p->deny != !pass ||
-          (p->scope == SC_BASELINE && !baseline) ||
+      if (p->deny != !pass || (p->scope == SC_BASELINE && !baseline) ||
           (p->scope == SC_CANDIDATE && baseline))
         continue;
       if (allow_glob(p->pat, name) ||
@@ -289,15 +288,14 @@ static int check_symbols(const struct allow *a, const char *path,
       (rc = run_tool(dem_argv, NM_OUT_MAX, &dem, e)))
     goto out;
   /* the two listings are in the same (symbol table) order */
-  for (p = buf_str(&raw), q = buf_str(&dem); *p; ) {
+  for (p = buf_str(&raw), q = buf_str(&dem); *p;) {
     size_t pl = strcspn(p, "\n"), ql = strcspn(q, "\n");
     char name[1024], dname[1024];
     int have_d = nm_name(q, ql, dname, sizeof(dname));
     if (nm_name(p, pl, name, sizeof(name)) &&
         !allow_match(a, name, have_d ? dname : NULL, baseline)) {
       if (nbad < 4)
-        snprintf(bad[nbad], sizeof(bad[0]), "%s",
-                 have_d ? dname : name);
+        snprintf(bad[nbad], sizeof(bad[0]), "%s", have_d ? dname : name);
       nbad++;
     }
     p += pl;
@@ -346,11 +344,10 @@ static int is_syscall(const char *s, size_t len, char *what, size_t n)
   return 0;
 }
 
-static int check_syscalls(const char *path, const char *label,
-                          struct err *e)
+static int check_syscalls(const char *path, const char *label, struct err *e)
 {
-  const char *argv[] = {"objdump", "-d", "-C", "--no-show-raw-insn", path,
-                        NULL};
+  const char *argv[] = {"objdump", "-d", "-C", "--no-show-raw-insn",
+                        path,      NULL};
   struct buf out = BUF_INIT(1);
   char fn[200] = "?";
   const char *p;

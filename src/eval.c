@@ -21,7 +21,7 @@
 #include "toolchain.h"
 #include "workload.h"
 
-static const char *const stage_names[] = {"static", "build",  "allowlist",
+static const char *const stage_names[] = {"static", "build", "allowlist",
                                           "verify", "bench", "done"};
 
 const char *eval_stage_name(enum eval_stage s)
@@ -292,7 +292,7 @@ static int stage_allowlist(const struct eval_opts *o, struct eval_ctx *x,
     /* name it as the user knows it: the source's stem + .o, or the
      * program's file name */
     const char *b = strrchr(x->src_path, '/') ? strrchr(x->src_path, '/') + 1
-                                               : x->src_path;
+                                              : x->src_path;
     const char *dot = strrchr(b, '.');
     if (runtime)
       snprintf(label, sizeof(label), "%.*s.o",
@@ -307,8 +307,7 @@ static int stage_allowlist(const struct eval_opts *o, struct eval_ctx *x,
               "the build made no %s to judge", runtime ? "object" : "program");
     return 1;
   }
-  rc = allow_check(a, path, label, !runtime, !o->device_candidate, shown,
-                   &ae);
+  rc = allow_check(a, path, label, !runtime, !o->device_candidate, shown, &ae);
   allow_free(a);
   if (rc == ERR_CHECK) {
     if (*wide)

@@ -124,12 +124,12 @@ json_t *eval_result_json(const struct eval_result *r);
  * (--static-only, --compile-only: no GPU) is not judged, and counts in
  * need_build or need_gpu, never as caught. */
 struct eval_cheat_tally {
-  int n;                        /* cheats found */
-  int caught[EVAL_STAGE_DONE];  /* rejected at the stage expected */
-  int failures;                 /* judged, not caught as expected (or no
-                                   valid CUCO-EXPECT-REJECT line) */
-  int need_build;               /* expected at build/allowlist, static only */
-  int need_gpu;                 /* expected at verify/bench, not run */
+  int n;                       /* cheats found */
+  int caught[EVAL_STAGE_DONE]; /* rejected at the stage expected */
+  int failures;                /* judged, not caught as expected (or no
+                                  valid CUCO-EXPECT-REJECT line) */
+  int need_build;              /* expected at build/allowlist, static only */
+  int need_gpu;                /* expected at verify/bench, not run */
 };
 
 /* Run every .cu file in WL/cheats/ through the cascade (as device candidates)

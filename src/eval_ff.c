@@ -292,8 +292,8 @@ void eval_cheat_summary(const struct eval_cheat_tally *t, char *out, size_t n)
     }
   if (t->failures) {
     l = strlen(out);
-    snprintf(out + l, n - l, "%s %d NOT caught as expected", parts++ ? "," : "",
-             t->failures);
+    snprintf(out + l, n - l, "%s %d NOT caught as expected",
+             parts++ ? "," : "", t->failures);
   }
   if (t->need_build) {
     l = strlen(out);

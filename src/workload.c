@@ -503,8 +503,9 @@ static int load_entry(struct workload *w, const struct config_entry *en,
   }
   if (!strcmp(s, "allow")) {
     if (strcmp(k, "symbols"))
-      return err_set(e, ERR_CONFIG, "%s: unknown key '%s' in [allow] (symbols)",
-                     en->origin, k);
+      return err_set(e, ERR_CONFIG,
+                     "%s: unknown key '%s' in [allow] (symbols)", en->origin,
+                     k);
     if (strlen(en->value) >= sizeof(w->allow_symbols))
       return err_set(e, ERR_CONFIG, "%s: symbols: over %zu characters",
                      en->origin, sizeof(w->allow_symbols) - 1);

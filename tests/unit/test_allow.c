@@ -154,11 +154,12 @@ static void test_check_object(void **state)
                           obj, sizeof(obj)),
                    0);
   assert_int_equal(allow_check(a, obj, "asm.o", 0, 0, "L", &e), ERR_CHECK);
-  assert_string_equal(e.msg, "asm.o makes a raw system call ('syscall' in 's')");
-  assert_int_equal(cc_obj("int80.c",
-                          "void t(void) { __asm__ volatile(\"int $0x80\"); }\n",
-                          obj, sizeof(obj)),
-                   0);
+  assert_string_equal(e.msg,
+                      "asm.o makes a raw system call ('syscall' in 's')");
+  assert_int_equal(
+      cc_obj("int80.c", "void t(void) { __asm__ volatile(\"int $0x80\"); }\n",
+             obj, sizeof(obj)),
+      0);
   assert_int_equal(allow_check(a, obj, "int80.o", 0, 0, "L", &e), ERR_CHECK);
   assert_non_null(strstr(e.msg, "('int $0x80' in 't')"));
   allow_free(a);
