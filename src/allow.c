@@ -321,6 +321,70 @@ out:
   return rc;
 }
 
+/* One `nm --defined-only` line ("ADDR T name"): its type and name. */
+static int def_line(const char *line, size_t len, char *type, char *out,
+                    size_t n)
+{
+  const char *sp = memchr(line, ' ', len);
+
+  if (!sp || (size_t)(sp - line) + 3 >= len || sp[2] != ' ')
+    return 0;
+  *type = sp[1];
+  snprintf(out, n, "%.*s", (int)(len - (size_t)(sp + 3 - line)), sp + 3);
+  return *out != '\0';
+}
+
+/* What the implementation defines must not be a name the list allows:
+ * a strong global definition of cudaEventElapsedTime, clock_gettime or
+ * operator new would replace the library's for the whole program, the
+ * harness's own calls included.  The ABI functions it must define are
+ * exempt.  Objects: strong text and data (T D B R); programs: functions
+ * (T; their data definitions are the linker's copies of stdout & co.). */
+static int check_defs(const struct allow *a, const char *path,
+                      const char *label, int dynamic, const char *list_name,
+                      struct err *e)
+{
+  static const char *const abi[] = {"wl_setup", "wl_step", "wl_teardown",
+                                    "main", NULL};
+  const char *raw_argv[] = {"nm",        "-g", "--defined-only",
+                            "--no-sort", path, NULL};
+  const char *dem_argv[] = {"nm", "-g", "--defined-only", "--no-sort", "-C",
+                            path, NULL};
+  const char *types = dynamic ? "T" : "TDBR";
+  struct buf raw = BUF_INIT(1), dem = BUF_INIT(1);
+  const char *p, *q;
+  int rc, i;
+
+  if ((rc = run_tool(raw_argv, NM_OUT_MAX, &raw, e)) ||
+      (rc = run_tool(dem_argv, NM_OUT_MAX, &dem, e)))
+    goto out;
+  for (p = buf_str(&raw), q = buf_str(&dem); *p && !rc;) {
+    size_t pl = strcspn(p, "\n"), ql = strcspn(q, "\n");
+    char name[1024], dname[1024], t, dt;
+    int have_d = def_line(q, ql, &dt, dname, sizeof(dname));
+    if (def_line(p, pl, &t, name, sizeof(name)) && strchr(types, t)) {
+      for (i = 0; abi[i] && strcmp(abi[i], name); i++)
+        ;
+      if (!abi[i] &&
+          (allow_match(a, name, NULL, 0) || allow_match(a, name, NULL, 1) ||
+           (have_d && (allow_match(a, dname, NULL, 0) ||
+                       allow_match(a, dname, NULL, 1)))))
+        rc = err_set(e, ERR_CHECK,
+                     "%s defines '%.120s', a name on %s (it would replace "
+                     "what the program links)",
+                     label, have_d ? dname : name, list_name);
+    }
+    p += pl;
+    p += *p ? 1 : 0;
+    q += ql;
+    q += *q ? 1 : 0;
+  }
+out:
+  buf_release(&raw);
+  buf_release(&dem);
+  return rc;
+}
+
 /* Whether the instruction text (after the address and raw bytes) is a
  * system call: syscall, sysenter, int $0x80. */
 static int is_syscall(const char *s, size_t len, char *what, size_t n)
@@ -388,7 +452,7 @@ int allow_check(const struct allow *a, const char *path, const char *label,
 {
   int rc = check_symbols(a, path, label, dynamic, baseline, list_name, e);
 
-  if (rc)
+  if (rc || (rc = check_defs(a, path, label, dynamic, list_name, e)))
     return rc;
   return check_syscalls(path, label, e);
 }

@@ -51,11 +51,14 @@ int allow_glob(const char *pat, const char *name);
 /* Judge the built file PATH (LABEL names it in messages, e.g.
  * "candidate.o").  DYNAMIC: an executable or shared object (its imported
  * dynamic symbols) rather than a relocatable object.  0 when every symbol
- * is allowed and no raw system call is found; ERR_CHECK with one line
- * ("candidate.o calls 'system' (not on LIST)", "candidate.o makes a raw
- * system call ('syscall' in 'f')"); ERR_PROC/ERR_NOTFOUND when nm or
- * objdump could not run (the check could not be done).  LIST_NAME is how
- * the list is named in messages. */
+ * is allowed, no strong global definition takes a name the list allows
+ * (it would replace the library's: cudaEventElapsedTime, clock_gettime;
+ * wl_setup/wl_step/wl_teardown/main exempt) and no raw system call is
+ * found; ERR_CHECK with one line ("candidate.o calls 'system' (not on
+ * LIST)", "candidate.o defines 'clock_gettime', a name on LIST ...",
+ * "candidate.o makes a raw system call ('syscall' in 'f')");
+ * ERR_PROC/ERR_NOTFOUND when nm or objdump could not run (the check could not
+ * be done).  LIST_NAME is how the list is named in messages. */
 int allow_check(const struct allow *a, const char *path, const char *label,
                 int dynamic, int baseline, const char *list_name,
                 struct err *e) WARN_UNUSED;

@@ -2,7 +2,8 @@
 # The symbol allowlist (issue 21): a candidate is judged by what the
 # compiler produced.  On examples/cpu_matmul, calls the textual check cannot
 # see -- a token-pasted system(), a name split by a line continuation, a
-# hand-declared libc call off the list, an inline-asm system call -- are
+# hand-declared libc call off the list, an inline-asm system call, a
+# definition that replaces the frozen harness's clock_gettime -- are
 # rejected at the allowlist stage with one line naming the symbol, and
 # nothing ran (the files they would write do not exist).  A workload widens
 # the list visibly.  On gemm_allgather at --compile-only (nvcc, no GPU): a
@@ -28,6 +29,8 @@ put('mkdir', before='extern int mkdir(const char *, unsigned);\n',
     body='  mkdir("%s-mkdir", 0755);\n' % p)
 put('write', before='extern long write(int, const void *, unsigned long);\n',
     body='  write(2, "x", 1);\n')
+put('clock', before='int clock_gettime(clockid_t c, struct timespec *ts)\n{\n  (void)c;\n'
+    '  ts->tv_sec = 0;\n  ts->tv_nsec = 0;\n  return 0;\n}\n')
 put('asm', before='static long raw(long n, long a, long b)\n{\n  long r;\n'
     '  __asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b) : "rcx", "r11", "memory");\n'
     '  return r;\n}\n', body='  raw(83, (long)"%s-asm", 0755);\n' % p)
@@ -46,6 +49,8 @@ expect_grep "write: the JSON verdict names stage and symbol" "$TMP/out" '"error"
 expect_grep "write: stage allowlist" "$TMP/out" '"stage": "allowlist"'
 expect_rc "asm: an inline-asm system call is rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/asm.c"
 expect_grep "asm: named" "$TMP/out" "asm.c: rejected: allowlist: asm.bin makes a raw system call \('syscall' in '[a-z_]+'\)"
+expect_rc "clock: replacing the harness's clock is rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/clock.c"
+expect_grep "clock: named" "$TMP/out" "clock.c: rejected: allowlist: clock.bin defines 'clock_gettime', a name on runtime/symbols.allow \(it would replace what the program links\)"
 for f in paste cont mkdir asm; do
   [ -e "$P-$f" ] && not_ok "$f: nothing was written" "$P-$f exists" || ok "$f: nothing was written"
 done

@@ -156,6 +156,22 @@ static void test_check_object(void **state)
   assert_int_equal(allow_check(a, obj, "asm.o", 0, 0, "L", &e), ERR_CHECK);
   assert_string_equal(e.msg,
                       "asm.o makes a raw system call ('syscall' in 's')");
+  /* defining a listed name replaces the library's; the ABI is exempt */
+  assert_int_equal(
+      cc_obj("def.c",
+             "#include <string.h>\n"
+             "size_t strlen(const char *s) { (void)s; return 0; }\n"
+             "int wl_step(void *c) { (void)c; return 0; }\n",
+             obj, sizeof(obj)),
+      0);
+  assert_int_equal(allow_check(a, obj, "def.o", 0, 0, "L", &e), ERR_CHECK);
+  assert_non_null(strstr(e.msg, "def.o defines 'strlen', a name on L"));
+  assert_int_equal(cc_obj("abi.c",
+                          "int wl_step(void *c) { (void)c; return 0; }\n"
+                          "int my_helper(int x) { return x + 1; }\n",
+                          obj, sizeof(obj)),
+                   0);
+  assert_int_equal(allow_check(a, obj, "abi.o", 0, 0, "L", &e), 0);
   assert_int_equal(
       cc_obj("int80.c", "void t(void) { __asm__ volatile(\"int $0x80\"); }\n",
              obj, sizeof(obj)),
