@@ -362,7 +362,15 @@ static int check_defs(const struct allow *a, const char *path,
     size_t pl = strcspn(p, "\n"), ql = strcspn(q, "\n");
     char name[1024], dname[1024], t, dt;
     int have_d = def_line(q, ql, &dt, dname, sizeof(dname));
-    if (def_line(p, pl, &t, name, sizeof(name)) && strchr(types, t)) {
+    if (def_line(p, pl, &t, name, sizeof(name)) &&
+        (!strcmp(name, "wl_input_post") || !strcmp(name, "wl_reference"))) {
+      /* weak in rt.cuh: a candidate's definition would silently become the
+       * input hook where the reference has none */
+      rc = err_set(e, ERR_CHECK,
+                   "%s defines '%s', which only the trusted reference may "
+                   "define",
+                   label, name);
+    } else if (def_line(p, pl, &t, name, sizeof(name)) && strchr(types, t)) {
       for (i = 0; abi[i] && strcmp(abi[i], name); i++)
         ;
       if (!abi[i] &&

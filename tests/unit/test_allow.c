@@ -172,6 +172,15 @@ static void test_check_object(void **state)
                           obj, sizeof(obj)),
                    0);
   assert_int_equal(allow_check(a, obj, "abi.o", 0, 0, "L", &e), 0);
+  /* the reference's hooks, whatever the spelling in the source */
+  assert_int_equal(cc_obj("hook.c",
+                          "#define CAT(a, b) a##b\n"
+                          "int CAT(wl_input, _post)(void) { return 0; }\n",
+                          obj, sizeof(obj)),
+                   0);
+  assert_int_equal(allow_check(a, obj, "hook.o", 0, 0, "L", &e), ERR_CHECK);
+  assert_string_equal(e.msg, "hook.o defines 'wl_input_post', which only the "
+                             "trusted reference may define");
   assert_int_equal(
       cc_obj("int80.c", "void t(void) { __asm__ volatile(\"int $0x80\"); }\n",
              obj, sizeof(obj)),
