@@ -257,6 +257,19 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
 
 /* ---- allowlist stage ---- */
 
+static int is_elf(const char *path)
+{
+  unsigned char m[4] = {0};
+  FILE *f = fopen(path, "rb");
+  size_t n;
+
+  if (!f)
+    return 0;
+  n = fread(m, 1, 4, f);
+  fclose(f);
+  return n == 4 && m[0] == 0x7f && m[1] == 'E' && m[2] == 'L' && m[3] == 'F';
+}
+
 /* Judge what the compiler produced (allow.h): the implementation's object
  * (runtime workloads) or the program (freeform) calls only what
  * RUNTIME/symbols.allow, widened by workload.ini [allow], lists. */
@@ -306,6 +319,13 @@ static int stage_allowlist(const struct eval_opts *o, struct eval_ctx *x,
     eval_fail(r, o, EVAL_STAGE_ALLOWLIST, "rejected",
               "the build made no %s to judge", runtime ? "object" : "program");
     return 1;
+  }
+  if (!runtime && !is_elf(path)) {
+    /* a freeform build may make a script: there are no symbols to judge */
+    allow_free(a);
+    eval_pass(o, EVAL_STAGE_ALLOWLIST,
+              "skipped (%s is not an ELF program: nothing to judge)", label);
+    return 0;
   }
   rc = allow_check(a, path, label, !runtime, !o->device_candidate, shown, &ae);
   allow_free(a);

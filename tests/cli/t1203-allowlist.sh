@@ -67,6 +67,12 @@ expect_grep "the rejection mentions the widening" "$TMP/out" "calls 'system' \(n
 printf '\n[allow]\nsymbols = !printf\n' >>"$TMP/wide/workload.ini"
 expect_rc "a workload cannot deny" 1 "$CUCO" eval "$TMP/wide" --no-bench
 expect_grep "the bad widening is named" "$TMP/err" "wide/workload.ini \[allow\] symbols: '!printf': a workload widens the list, it cannot deny"
+# A freeform build that makes a script: nothing to judge, and eval says so.
+mkdir -p "$TMP/sh"
+printf '[workload]\nname = sh\nkind = freeform\nranks = 1\nseed = seed.sh\n[sizes]\ns = N=1\n[sets]\nverify = s\nbench = s\n[freeform]\nbuild = install -m 755 {src} {bin}\nrun = sh {bin}\n' >"$TMP/sh/workload.ini"
+printf '#!/bin/sh\n# EVOLVE-BLOCK-START\n# EVOLVE-BLOCK-END\necho "{\\"time_ms\\": 1.0, \\"ok\\": true}"\n' >"$TMP/sh/seed.sh"
+expect_rc "a script program evaluates" 0 "$CUCO" eval "$TMP/sh" --no-bench
+expect_grep "its allowlist is skipped, visibly" "$TMP/out" "allowlist skipped \(seed.bin is not an ELF program: nothing to judge\)"
 unset CUCO_CACHE_DIR
 
 # gemm_allgather at --compile-only: the runtime's internals and raw system
