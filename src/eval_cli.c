@@ -26,7 +26,7 @@ static void on_progress(void *ud, enum eval_stage st, int ok,
 {
   struct cli *c = ud;
 
-  fprintf(c->out, "  %-9s %s%s\n", eval_stage_name(st), ok ? "" : "FAIL ",
+  fprintf(c->out, "  %-7s %s%s\n", eval_stage_name(st), ok ? "" : "FAIL ",
           verdict);
   fflush(c->out);
 }
