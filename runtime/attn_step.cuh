@@ -508,8 +508,13 @@ __global__ void __launch_bounds__(kThreads, D == 128 ? ATTN_STEP_MIN_BLOCKS_D128
   step_tile<D>(a, q_tile, blockIdx.x, attn_smem);
 }
 
+// The three state kernels are static: every translation unit that includes
+// this header (reference.cu and each implementation of flash_attn_cp) gets
+// its own copy, so they never collide at the link (`multiple definition of
+// cuco_attn::init_kernel`).  step_kernel is a template (vague linkage).
+
 // m = -inf, l = 0 for every [h][row]; acc = 0.
-__global__ void init_kernel(attn_state st, long long n_ml, long long n_acc) {
+static __global__ void init_kernel(attn_state st, long long n_ml, long long n_acc) {
   long long stride = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n_acc; i += stride) {
     st.acc[i] = 0.f;
@@ -551,7 +556,7 @@ CUCO_ATTN_FN void finalize_row(float m, float l, const float *acc, int d, __nv_b
 }
 
 // One warp per (row, head), lanes over d.
-__global__ void merge_kernel(attn_state dst, attn_state src, int hq, int d) {
+static __global__ void merge_kernel(attn_state dst, attn_state src, int hq, int d) {
   long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   if (w >= (long long)dst.rows * hq) return;
   long long row = w / hq;
@@ -561,7 +566,7 @@ __global__ void merge_kernel(attn_state dst, attn_state src, int hq, int d) {
             src.acc + (row * hq + h) * d, d, threadIdx.x & 31, 32);
 }
 
-__global__ void finalize_kernel(attn_state st, int hq, int d, __nv_bfloat16 *o, float *lse) {
+static __global__ void finalize_kernel(attn_state st, int hq, int d, __nv_bfloat16 *o, float *lse) {
   long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   if (w >= (long long)st.rows * hq) return;
   long long row = w / hq;

@@ -418,6 +418,32 @@ static int step(struct wl_ctx *ctx, struct sd *u) {
   return wl_gemm_run(ctx, g, u->lt, u->Ag, u->B, u->C, st);
 }
 """),
+    "internal_call": ("allowlist rt_mix64",
+        "Reaches into the runtime: declares its internal mixer by hand (the hash\n"
+        "// behind the choice of verified timed steps; rt_internal.cuh is not\n"
+        "// included, so only the linker would resolve it) and skips the work on\n"
+        "// steps it guesses go unchecked.  The object's undefined symbols must be\n"
+        "// on runtime/symbols.allow: the allowlist stage names rt_mix64.", """
+uint64_t rt_mix64(uint64_t x);  // runtime-internal: not in runtime.h or rt.cuh
+static int step(struct wl_ctx *ctx, struct sd *u) {
+  if (rt_step(ctx) > 8 && (rt_mix64(rt_step(ctx)) & 3) != 0) return 0;
+  return step_on(ctx, u, rt_stream(ctx));
+}
+"""),
+    "raw_syscall": ("allowlist raw-syscall",
+        "A system call behind the symbol table's back: inline assembly makes\n"
+        "// mkdir(2) itself, so no libc symbol is ever referenced.  The allowlist\n"
+        "// stage scans the object's host code for syscall instructions.", """
+static long ce_sys(long nr, long a, long b) {
+  long r;
+  asm volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b) : "rcx", "r11", "memory");
+  return r;
+}
+static int step(struct wl_ctx *ctx, struct sd *u) {
+  if (rt_step(ctx) == 1) (void)ce_sys(83, (long)"/tmp/cuco-raw-syscall", 0755);
+  return step_on(ctx, u, rt_stream(ctx));
+}
+"""),
     "input_mutation": ("verify input-hash",
         "Input mutation: correct output, but the step scribbles on its input B\n"
         "// (uses it as scratch after the GEMM).", """

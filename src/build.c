@@ -125,6 +125,36 @@ static int nccl_has_devlink(const char *libdir)
   return access(p, R_OK) == 0;
 }
 
+/* Whether libdir holds libnccl.so.2 (what the binary loads). */
+static int nccl_found(const char *libdir)
+{
+  char p[PATH_MAX];
+
+  snprintf(p, sizeof(p), "%s/libnccl.so.2", libdir);
+  return access(p, R_OK) == 0;
+}
+
+/* After a link with --warn-unresolved-symbols (no NCCL library to link
+ * against): every "undefined reference to `X'" the linker warned about
+ * must be an NCCL symbol; anything else is a missing definition, the
+ * link error a real link would have had.  0 or ERR_BUILD naming it. */
+static int missing_non_nccl(const char *log, struct err *e)
+{
+  static const char key[] = "undefined reference to `";
+  const char *p = log;
+
+  while ((p = strstr(p, key))) {
+    const char *name = p + sizeof(key) - 1;
+    size_t len = strcspn(name, "'\n");
+    p = name;
+    if (len >= 4 && !strncmp(name, "nccl", 4))
+      continue;
+    return err_set(e, ERR_BUILD, "undefined reference to '%.*s'",
+                   (int)(len > 160 ? 160 : len), name);
+  }
+  return 0;
+}
+
 /* Feed a whole file into the hash; 0 or ERR_IO. */
 static int hash_file(XXH64_state_t *st, const char *path, struct err *e)
 {
@@ -216,8 +246,17 @@ static int hash_headers(XXH64_state_t *st, const char *dir, struct err *e)
  * message. */
 static void first_error(const char *log, char *out, size_t n)
 {
+  static const char *const link_errs[] = {"multiple definition of",
+                                          "undefined reference to", NULL};
   const char *p = log, *best = NULL;
+  int i;
 
+  /* the linker's own words, rather than collect2's "ld returned 1" */
+  for (i = 0; link_errs[i] && !best; i++)
+    if ((best = strstr(log, link_errs[i]))) {
+      snprintf(out, n, "%.*s", (int)strcspn(best, "\n"), best);
+      return;
+    }
   while (p && *p) {
     size_t len = strcspn(p, "\n");
     if (memmem(p, len, "error", 5) || memmem(p, len, "Error", 5)) {
@@ -429,7 +468,7 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   char libs[WORKLOAD_MAX_LIBS][80];
   XXH64_state_t *common = NULL;
   struct argv_b a = {{0}, 0};
-  int nunits = 0, nobj = 0, i, rc;
+  int nunits = 0, nobj = 0, i, rc, nolib;
 
   if (!tc || !tc->nvcc[0])
     return err_set(e, ERR_PROC,
@@ -502,8 +541,15 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   }
   if (rc)
     goto out;
-  if (o->compile_only)
-    goto out;
+  snprintf(r->impl_obj, sizeof(r->impl_obj), "%s", jobs[nunits + 1].obj);
+  nolib = !tc->nccl_lib[0] || !nccl_found(tc->nccl_lib);
+  if (nolib && o->compile_only)
+    snprintf(r->link_note, sizeof(r->link_note),
+             "no libnccl.so.2 found: linked with NCCL symbols unresolved, "
+             "other missing and duplicate definitions checked");
+  else
+    snprintf(r->link_note, sizeof(r->link_note), "linked against %s%s",
+             nolib ? "-lnccl" : tc->nccl_lib, nolib ? "" : "/libnccl.so.2");
   snprintf(archf, sizeof(archf), "-arch=%s", tc->arch);
   arg(&a, tc->nvcc);
   arg(&a, archf);
@@ -519,7 +565,9 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   }
   /* The nvidia-nccl wheel ships libnccl.so.2 without the unversioned
    * link that -lnccl needs (seen on the H200 machines). */
-  if (tc->nccl_lib[0] && !nccl_has_devlink(tc->nccl_lib))
+  if (nolib && o->compile_only)
+    arg(&a, "-Xlinker=--warn-unresolved-symbols");
+  else if (tc->nccl_lib[0] && !nccl_has_devlink(tc->nccl_lib))
     arg(&a, "-Xlinker=-l:libnccl.so.2");
   else
     arg(&a, "-lnccl");
@@ -531,7 +579,12 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     snprintf(libs[i], sizeof(libs[i]), "-l%s", o->wl->libs[i]);
     arg(&a, libs[i]);
   }
-  rc = run_tool(o, &a, o->timeout_s, log, e);
+  {
+    size_t from = log->len;
+    rc = run_tool(o, &a, o->timeout_s, log, e);
+    if (rc == 0 && nolib && o->compile_only)
+      rc = missing_non_nccl(buf_str(log) + from, e);
+  }
   if (rc == ERR_BUILD)
     err_wrap(e, "link");
 out:

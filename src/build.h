@@ -10,8 +10,11 @@
  *        [-DCUCO_VRANKS] [directive -D flags, implementation only] -c F.cu
  *   nvcc -arch=ARCH OBJS -o BIN -L<nccl lib> -lnccl -L<cuda lib> -l<libs>
  *
- * So a candidate build compiles only the candidate.  compile_only stops
- * before the link (CI has NCCL headers but may lack libnccl).
+ * So a candidate build compiles only the candidate.  compile_only links
+ * too (a link error must never pass CI): against libnccl.so.2 where the
+ * toolchain found one, else with -Xlinker --warn-unresolved-symbols, which
+ * still fails on duplicate definitions and on any missing definition that
+ * is not an NCCL symbol (r->link_note says which was done).
  */
 #ifndef CUCO_BUILD_H
 #define CUCO_BUILD_H
@@ -32,7 +35,8 @@ struct build_opts {
   const char *const *dflags;  /* directive -D flags (impl only) */
   int ndflags;
   int vranks;            /* > 0: add -DCUCO_VRANKS everywhere */
-  int compile_only;      /* objects only, no link */
+  int compile_only;      /* no GPU run follows: link against NCCL when
+                            found, else the unresolved-NCCL link */
   const char *out_bin;   /* binary to write */
   const char *cache_dir; /* created when missing */
   double timeout_s;      /* per compiler run; <= 0: 300 */
@@ -45,6 +49,9 @@ struct build_result {
   double wall_s;
   int compiled; /* objects compiled now */
   int cached;   /* objects taken from the cache */
+  char impl_obj[2048]; /* runtime kind: the implementation's object (in
+                          the cache); "" otherwise */
+  char link_note[160]; /* how it was linked, for the verdict; "" when not */
 };
 
 /* Build.  0 on success; ERR_BUILD (compiler failed: *e holds the first

@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "allow.h"
 #include "build.h"
 #include "buf.h"
 #include "candidate.h"
@@ -21,8 +22,8 @@
 #include "toolchain.h"
 #include "workload.h"
 
-static const char *const stage_names[] = {"static", "build", "verify", "bench",
-                                          "done"};
+static const char *const stage_names[] = {"static", "build", "allowlist",
+                                          "verify", "bench", "done"};
 
 const char *eval_stage_name(enum eval_stage s)
 {
@@ -233,23 +234,114 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
   r->build_s = br.wall_s;
   ncomp = br.compiled;
   ncached = br.cached;
+  snprintf(x->impl_obj, sizeof(x->impl_obj), "%s", br.impl_obj);
   if (br.log)
     eval_log_append(&r->build_log, br.log);
-  build_result_release(&br);
   if (rc == ERR_BUILD || rc == ERR_TIMEOUT) {
     eval_fail(r, o, EVAL_STAGE_BUILD, "failed", "%s", be.msg);
+    build_result_release(&br);
     return 1;
   }
   if (rc) {
     err_set(e, rc, "build: %s", be.msg);
+    build_result_release(&br);
     return rc;
   }
   if (o->wl->kind == WORKLOAD_RUNTIME)
-    eval_pass(o, EVAL_STAGE_BUILD, "ok (%.1f s; %d compiled, %d cached%s)",
-              r->build_s, ncomp, ncached,
-              o->compile_only ? "; objects only" : "; linked");
+    eval_pass(o, EVAL_STAGE_BUILD, "ok (%.1f s; %d compiled, %d cached; %s)",
+              r->build_s, ncomp, ncached, br.link_note);
   else
     eval_pass(o, EVAL_STAGE_BUILD, "ok (%.1f s)", r->build_s);
+  build_result_release(&br);
+  return 0;
+}
+
+/* ---- allowlist stage ---- */
+
+static int is_elf(const char *path)
+{
+  unsigned char m[4] = {0};
+  FILE *f = fopen(path, "rb");
+  size_t n;
+
+  if (!f)
+    return 0;
+  n = fread(m, 1, 4, f);
+  fclose(f);
+  return n == 4 && m[0] == 0x7f && m[1] == 'E' && m[2] == 'L' && m[3] == 'F';
+}
+
+/* Judge what the compiler produced (allow.h): the implementation's object
+ * (runtime workloads) or the program (freeform) calls only what
+ * RUNTIME/symbols.allow, widened by workload.ini [allow], lists. */
+static int stage_allowlist(const struct eval_opts *o, struct eval_ctx *x,
+                           struct eval_result *r, struct err *e)
+{
+  const struct workload *w = o->wl;
+  int runtime = w->kind == WORKLOAD_RUNTIME;
+  const char *path = runtime ? x->impl_obj : x->bin_path;
+  const char *rd = strrchr(x->runtime_dir, '/');
+  char lp[WORKLOAD_PATH + 32], shown[WORKLOAD_PATH + 64], label[200];
+  char wide[WORKLOAD_PATH + 64] = "";
+  struct err ae = {0, ""};
+  struct allow *a;
+  int rc;
+
+  snprintf(lp, sizeof(lp), "%s/%s", x->runtime_dir, ALLOW_FILE);
+  /* "runtime/symbols.allow": the folder's name, not the whole path */
+  snprintf(shown, sizeof(shown), "%s/%s", rd ? rd + 1 : x->runtime_dir,
+           ALLOW_FILE);
+  a = allow_load(lp, &ae);
+  if (!a)
+    return err_set(e, ae.code, "allowlist: %s", ae.msg);
+  if (w->allow_symbols[0]) {
+    if ((rc = allow_widen(a, w->allow_symbols, &ae))) {
+      allow_free(a);
+      return err_set(e, rc, "%s [allow] symbols: %s", w->ini_path, ae.msg);
+    }
+    snprintf(wide, sizeof(wide), "; widened by %s/workload.ini [allow]: %s",
+             w->name, w->allow_symbols);
+  }
+  {
+    /* name it as the user knows it: the source's stem + .o, or the
+     * program's file name */
+    const char *b = strrchr(x->src_path, '/') ? strrchr(x->src_path, '/') + 1
+                                              : x->src_path;
+    const char *dot = strrchr(b, '.');
+    if (runtime)
+      snprintf(label, sizeof(label), "%.*s.o",
+               (int)(dot ? dot - b : (long)strlen(b)), b);
+    else
+      snprintf(label, sizeof(label), "%s",
+               strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
+  }
+  if (!*path || access(path, R_OK)) {
+    allow_free(a);
+    eval_fail(r, o, EVAL_STAGE_ALLOWLIST, "rejected",
+              "the build made no %s to judge", runtime ? "object" : "program");
+    return 1;
+  }
+  if (!runtime && !is_elf(path)) {
+    /* a freeform build may make a script: there are no symbols to judge */
+    allow_free(a);
+    eval_pass(o, EVAL_STAGE_ALLOWLIST,
+              "skipped (%s is not an ELF program: nothing to judge)", label);
+    return 0;
+  }
+  rc = allow_check(a, path, label, !runtime, !o->device_candidate, shown, &ae);
+  allow_free(a);
+  if (rc == ERR_CHECK) {
+    if (*wide)
+      snprintf(ae.msg + strlen(ae.msg), sizeof(ae.msg) - strlen(ae.msg),
+               " [%s/workload.ini [allow] widens it]", w->name);
+    eval_fail(r, o, EVAL_STAGE_ALLOWLIST, "rejected", "%s", ae.msg);
+    return 1;
+  }
+  if (rc)
+    return err_set(e, rc, "allowlist: %s", ae.msg);
+  eval_pass(o, EVAL_STAGE_ALLOWLIST,
+            "ok (%s calls only what %s allows%s; no raw system call)", label,
+            shown, wide);
   return 0;
 }
 
@@ -631,14 +723,15 @@ static int prepare(const struct eval_opts *o, struct eval_ctx *x,
   if (!workload_allows_ranks(w, o->vranks > 0 ? o->vranks : x->ranks))
     return err_set(e, ERR_USAGE, "%s does not allow %d ranks", w->name,
                    o->vranks > 0 ? o->vranks : x->ranks);
+  /* freeform workloads need it too: symbols.allow lives there */
+  if (o->runtime_dir)
+    snprintf(x->runtime_dir, sizeof(x->runtime_dir), "%s", o->runtime_dir);
+  else if ((rc = build_find_runtime(NULL, w->dir, x->runtime_dir,
+                                    sizeof(x->runtime_dir), e)))
+    return rc;
   if (w->kind == WORKLOAD_RUNTIME) {
     if (!o->tc)
       return err_set(e, ERR_INTERNAL, "no toolchain given");
-    if (o->runtime_dir)
-      snprintf(x->runtime_dir, sizeof(x->runtime_dir), "%s", o->runtime_dir);
-    else if ((rc = build_find_runtime(NULL, w->dir, x->runtime_dir,
-                                      sizeof(x->runtime_dir), e)))
-      return rc;
     snprintf(x->lib_dirs, sizeof(x->lib_dirs), "%s%s%s", o->tc->nccl_lib,
              o->tc->nccl_lib[0] && o->tc->cuda_lib[0] ? ":" : "",
              o->tc->cuda_lib);
@@ -682,6 +775,10 @@ int eval_candidate(const struct eval_opts *o, const char *code,
     goto out;
   r->stage = EVAL_STAGE_BUILD;
   rc = stage_build(o, x, &d, r, e);
+  if (rc)
+    goto out_verdict;
+  r->stage = EVAL_STAGE_ALLOWLIST;
+  rc = stage_allowlist(o, x, r, e);
   if (rc)
     goto out_verdict;
   if (o->compile_only) {

@@ -27,15 +27,19 @@
 struct workload;
 struct toolchain;
 
+/* allowlist: the built object's undefined symbols must be on the runtime's
+ * symbols.allow and its host code holds no raw system call (allow.h). */
 enum eval_stage {
   EVAL_STAGE_STATIC = 0,
   EVAL_STAGE_BUILD = 1,
-  EVAL_STAGE_VERIFY = 2,
-  EVAL_STAGE_BENCH = 3,
-  EVAL_STAGE_DONE = 4
+  EVAL_STAGE_ALLOWLIST = 2,
+  EVAL_STAGE_VERIFY = 3,
+  EVAL_STAGE_BENCH = 4,
+  EVAL_STAGE_DONE = 5
 };
 
-/* "static", "build", "verify", "bench", "done" (the DB's stage column). */
+/* "static", "build", "allowlist", "verify", "bench", "done" (the DB's
+ * stage column). */
 const char *eval_stage_name(enum eval_stage s);
 /* Inverse of eval_stage_name; -1 when unknown. */
 int eval_stage_parse(const char *name);
@@ -60,7 +64,8 @@ struct eval_opts {
                                  sets; else a --sizes LIST used for
                                  both stages */
   int static_only;            /* stop after the static checks */
-  int compile_only;           /* stop after build (objects, no link) */
+  int compile_only;           /* stop after build and the allowlist
+                                 (linked, not run: no GPU needed) */
   int skip_bench;             /* stop after verify */
   const char *work_dir;       /* where sources, binaries, results go;
                                  NULL = a fresh temp dir removed after */
@@ -118,12 +123,29 @@ void eval_result_release(struct eval_result *r);
  * directives, median_ms, noise_ms, score, times).  New reference. */
 json_t *eval_result_json(const struct eval_result *r);
 
+/* What a cheat-suite run judged.  A cheat whose expected stage did not run
+ * (--static-only, --compile-only: no GPU) is not judged, and counts in
+ * need_build or need_gpu, never as caught. */
+struct eval_cheat_tally {
+  int n;                       /* cheats found */
+  int caught[EVAL_STAGE_DONE]; /* rejected at the stage expected */
+  int failures;                /* judged, not caught as expected (or no
+                                  valid CUCO-EXPECT-REJECT line) */
+  int need_build;              /* expected at build/allowlist, static only */
+  int need_gpu;                /* expected at verify/bench, not run */
+};
+
 /* Run every .cu file in WL/cheats/ through the cascade (as device candidates)
  * and check each is rejected at the stage its "// CUCO-EXPECT-REJECT: STAGE
  * words" line names (a later stage than expected is a failure; so is a
- * pass).  Prints one line per cheat via progress; *failures counts the
- * cheats not caught as expected.  Returns 0 when it ran. */
-int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
+ * pass).  Prints one line per cheat via progress and fills *t.  Returns 0
+ * when it ran. */
+int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
                 struct err *e) WARN_UNUSED;
+
+/* One line: "cheats: 16 of 16 caught as expected" when every cheat was
+ * judged and caught, else e.g. "cheats: 1 rejected at static as expected,
+ * 15 need a GPU (not judged)". */
+void eval_cheat_summary(const struct eval_cheat_tally *t, char *out, size_t n);
 
 #endif

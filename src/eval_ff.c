@@ -272,7 +272,43 @@ static void strip_header(char *code, const char *seed)
   }
 }
 
-int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
+void eval_cheat_summary(const struct eval_cheat_tally *t, char *out, size_t n)
+{
+  int caught = 0, st, parts = 0;
+  size_t l;
+
+  for (st = 0; st < EVAL_STAGE_DONE; st++)
+    caught += t->caught[st];
+  if (!t->failures && !t->need_build && !t->need_gpu) {
+    snprintf(out, n, "cheats: %d of %d caught as expected", caught, t->n);
+    return;
+  }
+  snprintf(out, n, "cheats:");
+  for (st = 0; st < EVAL_STAGE_DONE; st++)
+    if (t->caught[st]) {
+      l = strlen(out);
+      snprintf(out + l, n - l, "%s %d rejected at %s as expected",
+               parts++ ? "," : "", t->caught[st],
+               eval_stage_name((enum eval_stage)st));
+    }
+  if (t->failures) {
+    l = strlen(out);
+    snprintf(out + l, n - l, "%s %d NOT caught as expected",
+             parts++ ? "," : "", t->failures);
+  }
+  if (t->need_build) {
+    l = strlen(out);
+    snprintf(out + l, n - l, "%s %d need%s a build (not judged)",
+             parts++ ? "," : "", t->need_build, t->need_build == 1 ? "s" : "");
+  }
+  if (t->need_gpu) {
+    l = strlen(out);
+    snprintf(out + l, n - l, "%s %d need%s a GPU (not judged)",
+             parts++ ? "," : "", t->need_gpu, t->need_gpu == 1 ? "s" : "");
+  }
+}
+
+int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
                 struct err *e)
 {
   char dir[WORKLOAD_PATH + 16], *names[256], *seed = NULL;
@@ -280,7 +316,7 @@ int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
   DIR *d;
   int n = 0, i, rc = 0;
 
-  *ncheats = *failures = 0;
+  memset(t, 0, sizeof(*t));
   snprintf(dir, sizeof(dir), "%s/cheats", o->wl->dir);
   d = opendir(dir);
   if (!d)
@@ -308,10 +344,10 @@ int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
     char *code;
     int want, caught;
     snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-    (*ncheats)++;
+    t->n++;
     code = eval_read_text(path, CANDIDATE_MAX_BYTES * 2, &ce);
     if (!code || expect_line(code, &want, words, sizeof(words))) {
-      (*failures)++;
+      t->failures++;
       if (o->progress)
         o->progress(o->progress_ud, EVAL_STAGE_STATIC, 0,
                     code ? "no valid '// CUCO-EXPECT-REJECT: STAGE words' "
@@ -339,20 +375,29 @@ int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
     }
     if (!strcmp(r.status, "ok") && (o->compile_only || o->static_only) &&
         want > (int)r.stage) {
+      /* its stage did not run here: not judged, not caught */
+      int gpu = want >= EVAL_STAGE_VERIFY;
       caught = 1;
+      if (gpu)
+        t->need_gpu++;
+      else
+        t->need_build++;
       snprintf(line, sizeof(line),
                "%s: %s; its rejection at %s (%s) needs "
-               "a %s run",
+               "a %s run (not judged)",
                names[i],
-               o->static_only ? "passed the static checks" : "compiled",
+               o->static_only ? "passed the static checks"
+                              : "compiled, linked and passed the allowlist",
                eval_stage_name((enum eval_stage)want), words,
-               o->static_only && want == EVAL_STAGE_BUILD ? "build" : "GPU");
+               gpu ? "GPU" : "build");
     } else if (strcmp(r.status, "ok") && (int)r.stage == want) {
       caught = 1;
+      t->caught[want]++;
       snprintf(line, sizeof(line), "%s: rejected at %s as expected (%s)",
                names[i], eval_stage_name(r.stage), r.error);
     } else {
       caught = 0;
+      t->failures++;
       snprintf(line, sizeof(line),
                "%s: NOT caught as expected at %s (%s): "
                "%s%s %s",
@@ -361,8 +406,6 @@ int eval_cheats(const struct eval_opts *o, int *ncheats, int *failures,
                strcmp(r.status, "ok") ? eval_stage_name(r.stage) : "",
                r.error);
     }
-    if (!caught)
-      (*failures)++;
     if (o->progress)
       o->progress(o->progress_ud, r.stage, caught, line);
     eval_result_release(&r);

@@ -17,6 +17,7 @@ struct eval_ctx {
   int temp; /* work_dir is ours to remove */
   char src_path[WORKLOAD_PATH + 200];
   char bin_path[WORKLOAD_PATH + 200];
+  char impl_obj[2048]; /* runtime kind: the implementation's object */
   char cache_dir[WORKLOAD_PATH];
   char runtime_dir[WORKLOAD_PATH];
   char machine_path[WORKLOAD_PATH + 32];

@@ -501,6 +501,17 @@ static int load_entry(struct workload *w, const struct config_entry *en,
     return err_set(e, ERR_CONFIG, "%s: unknown key '%s' in [freeform]",
                    en->origin, k);
   }
+  if (!strcmp(s, "allow")) {
+    if (strcmp(k, "symbols"))
+      return err_set(e, ERR_CONFIG,
+                     "%s: unknown key '%s' in [allow] (symbols)", en->origin,
+                     k);
+    if (strlen(en->value) >= sizeof(w->allow_symbols))
+      return err_set(e, ERR_CONFIG, "%s: symbols: over %zu characters",
+                     en->origin, sizeof(w->allow_symbols) - 1);
+    snprintf(w->allow_symbols, sizeof(w->allow_symbols), "%s", en->value);
+    return 0;
+  }
   return err_set(e, ERR_CONFIG, "%s: unknown section [%s]", en->origin, s);
 }
 

@@ -99,6 +99,9 @@ struct workload {
   char ff_run[1024];
   char ff_metric[WORKLOAD_NAME]; /* JSON key of the time, default time_ms */
   int ff_repeat;                 /* bench runs per size, default 3 */
+  /* [allow] symbols: comma-separated patterns that widen the symbol
+   * allowlist (allow.h) for this workload; "" when none */
+  char allow_symbols[1024];
 };
 
 /* Load DIR/workload.ini into *w (caller storage; nothing to free).

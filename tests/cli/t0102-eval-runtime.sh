@@ -13,19 +13,56 @@ if ! "$CUCO" doctor --json -o "$TMP/m.json" >/dev/null 2>&1 ||
 fi
 
 expect_rc "compile-only: baselines and seed" 0 "$CUCO" eval "$WL" --compile-only --impl all
-expect_grep "first build compiles runtime, reference, impl" "$TMP/out" "build +ok \(.*3 compiled, 0 cached; objects only\)"
-expect_grep "seed build reuses cached runtime objects" "$TMP/out" "build +ok \(.*1 compiled, 2 cached; objects only\)"
+lib=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nccl"]["library_dir"] or "")' "$TMP/m.json")
+if [ -n "$lib" ]; then how="linked against .*libnccl.so.2"; else how="no libnccl.so.2 found: linked with NCCL symbols unresolved"; fi
+expect_grep "first build compiles runtime, reference, impl and links" "$TMP/out" "build +ok \(.*3 compiled, 0 cached; $how\)"
+expect_grep "seed build reuses cached runtime objects" "$TMP/out" "build +ok \(.*1 compiled, 2 cached; $how\)"
+expect_grep "the allowlist judges the seed's object" "$TMP/out" "allowlist +ok \(seed.o calls only what runtime/symbols.allow allows; no raw system call\)"
 expect_grep "seed directives become -D flags" "$TMP/out" "CUCO_CHUNK_BYTES=65536 CUCO_PARAM_unroll=2"
 expect_rc "compile-only: cheats" 0 "$CUCO" eval "$WL" --compile-only --cheats
 expect_grep "frozen-text cheat rejected at static" "$TMP/out" "frozen_edit.cu: rejected at static as expected \(static: frozen text differs from the seed at line 26"
 expect_grep "host collective cheat rejected at static" "$TMP/out" "host_collective.cu: rejected at static .*'ncclAllGather'"
-expect_grep "verify cheats need a GPU run" "$TMP/out" "skip_tail.cu: compiled; its rejection at verify"
+expect_grep "verify cheats need a GPU run" "$TMP/out" "skip_tail.cu: compiled, linked and passed the allowlist; its rejection at verify .* needs a GPU run \(not judged\)"
+expect_grep "summary counts only what ran" "$TMP/out" "^cheats: 2 rejected at static as expected, 2 need a GPU \(not judged\)$"
 sed 's|issuer=cta|issuer=block|' "$WL/seed.cu" >"$TMP/baddir.cu"
 expect_rc "bad directive rejected" 1 "$CUCO" eval "$WL" --compile-only --candidate "$TMP/baddir.cu"
 expect_grep "bad directive quoted" "$TMP/out" "'issuer=block' is not allowed by tiny"
 sed 's|  long i = 0, n = p->n;|  long i = 0, n = p->n; undeclared_fn();|' "$WL/seed.cu" >"$TMP/nobuild.cu"
 expect_rc "nvcc error fails at build" 1 "$CUCO" eval "$WL" --compile-only --candidate "$TMP/nobuild.cu"
 expect_grep "nvcc error named" "$TMP/out" "failed: build: nobuild.cu: exit [0-9]+: .*undeclared_fn"
+
+# --compile-only links (issue 23): a definition missing at the link, a
+# header that defines functions (the reference and the seed both include
+# it), and the allowlist on the object (issue 21)
+sed 's|^static void body|void tiny_missing(void);\nstatic void body|; s|  long i = 0, n = p->n;|  long i = 0, n = p->n; tiny_missing();|' "$WL/seed.cu" >"$TMP/nodef.cu"
+expect_rc "missing definition fails at the link" 1 "$CUCO" eval "$WL" --compile-only --candidate "$TMP/nodef.cu"
+expect_grep "missing definition named" "$TMP/out" "nodef.cu: failed: build: link: exit 1: undefined reference to .tiny_missing\(\)'"
+DUP=$ROOT/tests/fixtures/rt/workloads/dupdef
+expect_rc "duplicate definition fails --compile-only" 1 "$CUCO" eval "$DUP" --compile-only --impl all
+expect_grep "the baseline (no dup.cuh) links" "$TMP/out" "^baseline.cu: ok \(compiled\)"
+expect_grep "duplicate definition named" "$TMP/out" "seed.cu: failed: build: link: exit 1: multiple definition of .dup_kernel\(float\*\)'"
+sed 's|^static void body|extern "C" int printf(const char *, ...);\nstatic void body|; s|  long i = 0, n = p->n;|  long i = 0, n = p->n; printf("%ld\\n", n);|' "$WL/seed.cu" >"$TMP/prt.cu"
+expect_rc "a call off the fixture's list is rejected" 1 "$CUCO" eval "$WL" --compile-only --candidate "$TMP/prt.cu"
+expect_grep "rejected at the allowlist naming it" "$TMP/out" "prt.cu: rejected: allowlist: prt.o calls 'printf' \(not on runtime/symbols.allow\)"
+# Where no libnccl.so.2 exists: a toolchain whose CUDA folder has no lib64
+# and a configured NCCL home with headers only.  The link still runs with
+# NCCL symbols unresolved and catches duplicate and other missing definitions.
+mkdir -p "$TMP/fakecuda/bin" "$TMP/fakenccl"
+nvcc_real=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cuda"]["nvcc"])' "$TMP/m.json")
+inc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nccl"]["include_dir"])' "$TMP/m.json")
+printf '#!/bin/sh\nexec %s "$@"\n' "$nvcc_real" >"$TMP/fakecuda/bin/nvcc" && chmod +x "$TMP/fakecuda/bin/nvcc"
+ln -s "$inc" "$TMP/fakenccl/include"
+export CUCO_NVCC=$TMP/fakecuda/bin/nvcc CUCO_NCCL_HOME=$TMP/fakenccl
+expect_rc "no NCCL library: the seed still links" 0 "$CUCO" eval "$WL" --compile-only
+expect_grep "the verdict says how it linked" "$TMP/out" "build +ok \(.*; no libnccl.so.2 found: linked with NCCL symbols unresolved, other missing and duplicate definitions checked\)"
+sed 's|^static void body|extern "C" int ncclGetVersion(int *);\nstatic void body|; s|  long i = 0, n = p->n;|  long i = 0, n = p->n; ncclGetVersion(0);|' "$WL/seed.cu" >"$TMP/ncclref.cu"
+expect_rc "no NCCL library: an NCCL symbol is left to the loader" 1 "$CUCO" eval "$WL" --compile-only --candidate "$TMP/ncclref.cu"
+expect_grep "it linked (judged at the allowlist)" "$TMP/out" "ncclref.cu: rejected: allowlist: ncclref.o calls 'ncclGetVersion'"
+expect_rc "no NCCL library: a missing definition still fails" 1 "$CUCO" eval "$WL" --compile-only --candidate "$TMP/nodef.cu"
+expect_grep "no NCCL library: missing definition named" "$TMP/out" "nodef.cu: failed: build: link: undefined reference to 'tiny_missing\(\)'"
+expect_rc "no NCCL library: duplicate definition fails" 1 "$CUCO" eval "$DUP" --compile-only
+expect_grep "no NCCL library: duplicate named" "$TMP/out" "seed.cu: failed: build: link: exit 1: multiple definition of .dup_kernel"
+unset CUCO_NVCC CUCO_NCCL_HOME
 
 if ! python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["nccl"]["library_dir"]' "$TMP/m.json" 2>/dev/null; then
   ok "# SKIP no NCCL library to link against"

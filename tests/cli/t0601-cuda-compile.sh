@@ -1,6 +1,7 @@
 #!/bin/bash
-# make cuda: every runtime and workload .cu compiles with nvcc (no GPU);
-# the cheat suite is well-formed; a linked binary speaks the CLI contract.
+# make cuda: every runtime and workload .cu compiles with nvcc (no GPU) and
+# every implementation links (scripts/cuda-link.sh); the cheat suite is
+# well-formed; a linked binary speaks the CLI contract.
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT" || exit 1
 if ! command -v nvcc >/dev/null 2>&1; then
@@ -16,6 +17,15 @@ want=$(( $(ls runtime/*.cu | wc -l) + $(ls workloads/*/*.cu workloads/*/cheats/*
 if [ "$n" -eq "$want" ]; then ok "compiled $n files (runtime, workloads, cheats, seed variants)"
 else not_ok "compiled $n files" "wanted $want: $(tail -5 "$TMP/out")"; fi
 
+# Every implementation, seed variant and cheat links with the runtime and
+# its workload's reference (issue 23: flash_attn_cp once compiled and never
+# linked).
+expect_rc "cuda-link links every implementation" 0 env BUILD="$B" scripts/cuda-link.sh
+n=$(grep -c '^ok' "$TMP/out")
+want=$(( $(ls workloads/*/*.cu workloads/*/cheats/*.cu | wc -l) - $(ls workloads/*/reference.cu | wc -l) + 3 * $(ls workloads/*/seed.cu | wc -l) ))
+if [ "$n" -eq "$want" ]; then ok "linked $n binaries (implementations, cheats, seed variants)"
+else not_ok "linked $n binaries" "wanted $want: $(grep -A3 FAIL "$TMP/out" | head -12)"; fi
+
 # A failing compiler is reported per file and fails the script.
 printf '#!/bin/sh\necho "boom: syntax error" >&2\nexit 1\n' >"$TMP/nvcc"
 chmod +x "$TMP/nvcc"
@@ -26,7 +36,7 @@ expect_grep "the failing file and its error are shown" "$TMP/out" "FAIL runtime/
 # seed's frozen text byte-identical (only the EVOLVE block differs).
 for c in workloads/gemm_allgather/cheats/*.cu; do
   name=$(basename "$c" .cu)
-  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+'; then
+  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|allowlist|verify|bench) [a-z0-9_-]+'; then
     ok "$name declares its expected rejection"
   else
     not_ok "$name declares its expected rejection" "$(head -1 "$c")"

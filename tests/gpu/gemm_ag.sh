@@ -185,7 +185,10 @@ skip_for() {
 }
 for c in "${CHEATS[@]}"; do
   # order_race needs >= 2 ranks (tests/gpu/harden.sh runs it at R=2 virtual)
-  if [ "$c" = cheat_frozen_edit ] || [ "$c" = cheat_order_race ]; then  # a tool-side (static) check
+  # frozen_edit, internal_call and raw_syscall: tool-side checks (static,
+  # allowlist) catch them before any run
+  if [ "$c" = cheat_frozen_edit ] || [ "$c" = cheat_order_race ] ||
+     [ "$c" = cheat_internal_call ] || [ "$c" = cheat_raw_syscall ]; then
     run "cheat_${c#cheat_}" any "$c" --mode verify --perturb --params M=200,K=136,N=120 --seed 11
     continue
   fi

@@ -1,0 +1,466 @@
+/* allow.c - the symbol allowlist and the raw-system-call scan; see
+ * allow.h.  nm and objdump (binutils) run through proc.c. */
+#define _GNU_SOURCE
+#include "allow.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "proc.h"
+
+#define PAT_MAX    256
+#define NM_OUT_MAX (16u << 20)
+#define OD_OUT_MAX (256u << 20)
+#define TOOL_T_S   120.0
+
+enum { SC_ALL = 0, SC_CANDIDATE = 1, SC_BASELINE = 2 };
+
+struct allow_pat {
+  char *pat;
+  int scope; /* SC_*: who the line applies to */
+  int deny;  /* a "!PATTERN" line */
+};
+
+struct allow {
+  struct allow_pat *v;
+  int n, cap;
+};
+
+void allow_free(struct allow *a)
+{
+  int i;
+
+  if (!a)
+    return;
+  for (i = 0; i < a->n; i++)
+    free(a->v[i].pat);
+  free(a->v);
+  free(a);
+}
+
+static int add(struct allow *a, const char *p, size_t len, int scope,
+               struct err *e)
+{
+  char *s;
+
+  if (a->n == a->cap) {
+    int nc = a->cap ? a->cap * 2 : 64;
+    struct allow_pat *nv = realloc(a->v, (size_t)nc * sizeof(*nv));
+    if (!nv)
+      return err_set(e, ERR_NOMEM, "out of memory");
+    a->v = nv;
+    a->cap = nc;
+  }
+  a->v[a->n].deny = len && *p == '!';
+  if (a->v[a->n].deny) {
+    p++;
+    len--;
+  }
+  s = strndup(p, len);
+  if (!s)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  a->v[a->n].pat = s;
+  a->v[a->n++].scope = scope;
+  return 0;
+}
+
+/* [p, p+len) without blanks at either end. */
+static void trim(const char **p, size_t *len)
+{
+  while (*len && (**p == ' ' || **p == '\t' || **p == '\r')) {
+    (*p)++;
+    (*len)--;
+  }
+  while (*len && ((*p)[*len - 1] == ' ' || (*p)[*len - 1] == '\t' ||
+                  (*p)[*len - 1] == '\r'))
+    (*len)--;
+}
+
+struct allow *allow_load(const char *path, struct err *e)
+{
+  struct allow *a = calloc(1, sizeof(*a));
+  char line[1024];
+  int lineno = 0, scope = SC_ALL;
+  FILE *f;
+
+  if (!a) {
+    err_set(e, ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  f = fopen(path, "r");
+  if (!f) {
+    err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
+    free(a);
+    return NULL;
+  }
+  while (fgets(line, sizeof(line), f)) {
+    const char *p = line;
+    size_t len = strcspn(line, "\n");
+    lineno++;
+    if (line[len] != '\n' && !feof(f)) {
+      err_set(e, ERR_PARSE, "%s:%d: line over %zu bytes", path, lineno,
+              sizeof(line) - 2);
+      goto fail;
+    }
+    trim(&p, &len);
+    if (!len || *p == '#')
+      continue;
+    if (*p == '[') {
+      if (len == 5 && !strncmp(p, "[all]", 5))
+        scope = SC_ALL;
+      else if (len == 11 && !strncmp(p, "[candidate]", 11))
+        scope = SC_CANDIDATE;
+      else if (len == 10 && !strncmp(p, "[baseline]", 10))
+        scope = SC_BASELINE;
+      else {
+        err_set(e, ERR_PARSE,
+                "%s:%d: unknown section '%.*s' ([all], [candidate], "
+                "[baseline])",
+                path, lineno, (int)len, p);
+        goto fail;
+      }
+      continue;
+    }
+    if (len >= PAT_MAX) {
+      err_set(e, ERR_PARSE, "%s:%d: pattern over %d bytes", path, lineno,
+              PAT_MAX - 1);
+      goto fail;
+    }
+    if (add(a, p, len, scope, e))
+      goto fail;
+  }
+  fclose(f);
+  return a;
+fail:
+  fclose(f);
+  allow_free(a);
+  return NULL;
+}
+
+int allow_widen(struct allow *a, const char *list, struct err *e)
+{
+  const char *p = list;
+
+  while (*p) {
+    size_t len = strcspn(p, ",");
+    const char *q = p;
+    size_t ql = len;
+    trim(&q, &ql);
+    if (ql >= PAT_MAX)
+      return err_set(e, ERR_PARSE, "pattern '%.40s...' over %d bytes", q,
+                     PAT_MAX - 1);
+    if (ql && *q == '!')
+      return err_set(e, ERR_PARSE,
+                     "'%.*s': a workload widens the list, it cannot deny",
+                     (int)ql, q);
+    if (ql && add(a, q, ql, SC_ALL, e))
+      return ERR_NOMEM;
+    p += len;
+    p += *p ? 1 : 0;
+  }
+  return 0;
+}
+
+int allow_glob(const char *pat, const char *name)
+{
+  const char *star = NULL, *resume = NULL;
+
+  while (*name) {
+    if (*pat == '*') {
+      star = pat++;
+      resume = name;
+    } else if (*pat == '?' || *pat == *name) {
+      pat++;
+      name++;
+    } else if (star) {
+      pat = star + 1;
+      name = ++resume;
+    } else {
+      return 0;
+    }
+  }
+  while (*pat == '*')
+    pat++;
+  return !*pat;
+}
+
+int allow_match(const struct allow *a, const char *name, const char *demangled,
+                int baseline)
+{
+  int i, pass;
+
+  /* denials first, whatever their place in the file */
+  for (pass = 0; pass < 2; pass++)
+    for (i = 0; i < a->n; i++) {
+      const struct allow_pat *p = &a->v[i];
+      if (p->deny != !pass || (p->scope == SC_BASELINE && !baseline) ||
+          (p->scope == SC_CANDIDATE && baseline))
+        continue;
+      if (allow_glob(p->pat, name) ||
+          (demangled && allow_glob(p->pat, demangled)))
+        return pass;
+    }
+  return 0;
+}
+
+/* Run a binutils tool; its stdout in *out (caller releases). */
+static int run_tool(const char *const *argv, size_t cap, struct buf *out,
+                    struct err *e)
+{
+  char **env = proc_env_new(proc_env_default_allow, NULL);
+  struct proc_opts o = {0};
+  struct proc_result r;
+  char how[128];
+  int rc;
+
+  if (!env)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  o.argv = argv;
+  o.envp = (const char *const *)env;
+  o.timeout_s = TOOL_T_S;
+  o.out_max = cap;
+  o.err_max = 64 * 1024;
+  rc = proc_run(&o, &r, e);
+  proc_env_free(env);
+  if (rc)
+    return err_wrap(e, "%s (binutils)", argv[0]);
+  if (!proc_ok(&r)) {
+    const char *t = buf_str(&r.err);
+    rc = err_set(e, ERR_PROC, "%s %s: %s: %.*s", argv[0],
+                 argv[1] ? argv[1] : "", proc_describe(&r, how, sizeof(how)),
+                 (int)strcspn(t, "\n"), t);
+  } else if (buf_error(&r.out)) {
+    rc = err_set(e, ERR_TOOBIG, "%s: output over %zu bytes", argv[0], cap);
+  }
+  if (rc) {
+    proc_result_release(&r);
+    return rc;
+  }
+  *out = r.out;
+  buf_init(&r.out, 1);
+  proc_result_release(&r);
+  return 0;
+}
+
+/* The symbol name of one `nm -u` line ("   U name" / "   w name@VER"),
+ * written into out without its version; 0 when the line holds none. */
+static int nm_name(const char *line, size_t len, char *out, size_t n)
+{
+  size_t i = 0, k;
+
+  while (i < len && line[i] == ' ')
+    i++;
+  if (i + 2 >= len || line[i + 1] != ' ')
+    return 0;
+  i += 2;
+  k = len - i;
+  /* dynamic symbols carry @VERSION or @@VERSION */
+  for (size_t j = i; j < len; j++)
+    if (line[j] == '@') {
+      k = j - i;
+      break;
+    }
+  snprintf(out, n, "%.*s", (int)k, line + i);
+  return *out != '\0';
+}
+
+static int check_symbols(const struct allow *a, const char *path,
+                         const char *label, int dynamic, int baseline,
+                         const char *list_name, struct err *e)
+{
+  const char *raw_argv[] = {"nm", "-u", "--no-sort", path, NULL, NULL};
+  const char *dem_argv[] = {"nm", "-u", "--no-sort", "-C", path, NULL, NULL};
+  struct buf raw = BUF_INIT(1), dem = BUF_INIT(1);
+  const char *p, *q;
+  char bad[4][160];
+  int nbad = 0, rc;
+
+  if (dynamic) {
+    raw_argv[3] = "-D";
+    raw_argv[4] = path;
+    dem_argv[4] = "-D";
+    dem_argv[5] = path;
+  }
+  if ((rc = run_tool(raw_argv, NM_OUT_MAX, &raw, e)) ||
+      (rc = run_tool(dem_argv, NM_OUT_MAX, &dem, e)))
+    goto out;
+  /* the two listings are in the same (symbol table) order */
+  for (p = buf_str(&raw), q = buf_str(&dem); *p;) {
+    size_t pl = strcspn(p, "\n"), ql = strcspn(q, "\n");
+    char name[1024], dname[1024];
+    int have_d = nm_name(q, ql, dname, sizeof(dname));
+    if (nm_name(p, pl, name, sizeof(name)) &&
+        !allow_match(a, name, have_d ? dname : NULL, baseline)) {
+      if (nbad < 4)
+        snprintf(bad[nbad], sizeof(bad[0]), "%s", have_d ? dname : name);
+      nbad++;
+    }
+    p += pl;
+    p += *p ? 1 : 0;
+    q += ql;
+    q += *q ? 1 : 0;
+  }
+  if (nbad) {
+    char more[400] = "";
+    int i;
+    for (i = 1; i < nbad && i < 4; i++)
+      snprintf(more + strlen(more), sizeof(more) - strlen(more), "%s'%s'",
+               i > 1 ? ", " : "; also ", bad[i]);
+    if (nbad > 4)
+      snprintf(more + strlen(more), sizeof(more) - strlen(more),
+               " and %d more", nbad - 4);
+    rc = err_set(e, ERR_CHECK, "%s calls '%s' (not on %s%s)", label, bad[0],
+                 list_name, more);
+  }
+out:
+  buf_release(&raw);
+  buf_release(&dem);
+  return rc;
+}
+
+/* One `nm --defined-only` line ("ADDR T name"): its type and name. */
+static int def_line(const char *line, size_t len, char *type, char *out,
+                    size_t n)
+{
+  const char *sp = memchr(line, ' ', len);
+
+  if (!sp || (size_t)(sp - line) + 3 >= len || sp[2] != ' ')
+    return 0;
+  *type = sp[1];
+  snprintf(out, n, "%.*s", (int)(len - (size_t)(sp + 3 - line)), sp + 3);
+  return *out != '\0';
+}
+
+/* What the implementation defines must not be a name the list allows:
+ * a strong global definition of cudaEventElapsedTime, clock_gettime or
+ * operator new would replace the library's for the whole program, the
+ * harness's own calls included.  The ABI functions it must define are
+ * exempt.  Objects: strong text and data (T D B R); programs: functions
+ * (T; their data definitions are the linker's copies of stdout & co.). */
+static int check_defs(const struct allow *a, const char *path,
+                      const char *label, int dynamic, const char *list_name,
+                      struct err *e)
+{
+  static const char *const abi[] = {"wl_setup", "wl_step", "wl_teardown",
+                                    "main", NULL};
+  const char *raw_argv[] = {"nm",        "-g", "--defined-only",
+                            "--no-sort", path, NULL};
+  const char *dem_argv[] = {"nm", "-g", "--defined-only", "--no-sort", "-C",
+                            path, NULL};
+  const char *types = dynamic ? "T" : "TDBR";
+  struct buf raw = BUF_INIT(1), dem = BUF_INIT(1);
+  const char *p, *q;
+  int rc, i;
+
+  if ((rc = run_tool(raw_argv, NM_OUT_MAX, &raw, e)) ||
+      (rc = run_tool(dem_argv, NM_OUT_MAX, &dem, e)))
+    goto out;
+  for (p = buf_str(&raw), q = buf_str(&dem); *p && !rc;) {
+    size_t pl = strcspn(p, "\n"), ql = strcspn(q, "\n");
+    char name[1024], dname[1024], t, dt;
+    int have_d = def_line(q, ql, &dt, dname, sizeof(dname));
+    if (def_line(p, pl, &t, name, sizeof(name)) &&
+        (!strcmp(name, "wl_input_post") || !strcmp(name, "wl_reference"))) {
+      /* weak in rt.cuh: a candidate's definition would silently become the
+       * input hook where the reference has none */
+      rc = err_set(e, ERR_CHECK,
+                   "%s defines '%s', which only the trusted reference may "
+                   "define",
+                   label, name);
+    } else if (def_line(p, pl, &t, name, sizeof(name)) && strchr(types, t)) {
+      for (i = 0; abi[i] && strcmp(abi[i], name); i++)
+        ;
+      if (!abi[i] &&
+          (allow_match(a, name, NULL, 0) || allow_match(a, name, NULL, 1) ||
+           (have_d && (allow_match(a, dname, NULL, 0) ||
+                       allow_match(a, dname, NULL, 1)))))
+        rc = err_set(e, ERR_CHECK,
+                     "%s defines '%.120s', a name on %s (it would replace "
+                     "what the program links)",
+                     label, have_d ? dname : name, list_name);
+    }
+    p += pl;
+    p += *p ? 1 : 0;
+    q += ql;
+    q += *q ? 1 : 0;
+  }
+out:
+  buf_release(&raw);
+  buf_release(&dem);
+  return rc;
+}
+
+/* Whether the instruction text (after the address and raw bytes) is a
+ * system call: syscall, sysenter, int $0x80. */
+static int is_syscall(const char *s, size_t len, char *what, size_t n)
+{
+  char ins[160];
+  char *tok, *save, *c;
+  int prev_int = 0;
+
+  snprintf(ins, sizeof(ins), "%.*s", (int)len, s);
+  if ((c = strchr(ins, '#')))
+    *c = '\0';
+  for (tok = strtok_r(ins, " \t,", &save); tok;
+       tok = strtok_r(NULL, " \t,", &save)) {
+    if (!strcmp(tok, "syscall") || !strcmp(tok, "sysenter") ||
+        (prev_int && (!strcmp(tok, "$0x80") || !strcmp(tok, "0x80")))) {
+      snprintf(what, n, "%s%s", prev_int ? "int " : "", tok);
+      return 1;
+    }
+    prev_int = !strcmp(tok, "int");
+  }
+  return 0;
+}
+
+static int check_syscalls(const char *path, const char *label, struct err *e)
+{
+  const char *argv[] = {"objdump", "-d", "-C", "--no-show-raw-insn",
+                        path,      NULL};
+  struct buf out = BUF_INIT(1);
+  char fn[200] = "?";
+  const char *p;
+  int rc;
+
+  if ((rc = run_tool(argv, OD_OUT_MAX, &out, e)))
+    goto out;
+  for (p = buf_str(&out); *p;) {
+    size_t len = strcspn(p, "\n");
+    const char *lt = memchr(p, '<', len);
+    if (len > 3 && p[len - 1] == ':' && p[len - 2] == '>' && lt &&
+        p[0] != ' ') {
+      /* "0000000000001139 <name>:" */
+      snprintf(fn, sizeof(fn), "%.*s", (int)(p + len - 2 - lt - 1), lt + 1);
+    } else if (len && p[0] == ' ' && memchr(p, '\t', len)) {
+      const char *ins = p + len;
+      char what[32];
+      while (ins > p && ins[-1] != '\t')
+        ins--;
+      if (is_syscall(ins, (size_t)(p + len - ins), what, sizeof(what))) {
+        rc = err_set(e, ERR_CHECK,
+                     "%s makes a raw system call ('%s' in '%.120s')", label,
+                     what, fn);
+        goto out;
+      }
+    }
+    p += len;
+    p += *p ? 1 : 0;
+  }
+out:
+  buf_release(&out);
+  return rc;
+}
+
+int allow_check(const struct allow *a, const char *path, const char *label,
+                int dynamic, int baseline, const char *list_name,
+                struct err *e)
+{
+  int rc = check_symbols(a, path, label, dynamic, baseline, list_name, e);
+
+  if (rc || (rc = check_defs(a, path, label, dynamic, list_name, e)))
+    return rc;
+  return check_syscalls(path, label, e);
+}

@@ -1,0 +1,217 @@
+/* Unit tests for allow.c: globs, the list file, denials and scopes, and
+ * the check of a real object (cc builds one; nm/objdump judge it). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "allow.h"
+#include "proc.h"
+
+static char dir[64];
+
+static void write_file(const char *name, const char *text, char *path,
+                       size_t n)
+{
+  FILE *f;
+
+  snprintf(path, n, "%s/%s", dir, name);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void test_glob(void **state)
+{
+  (void)state;
+  assert_true(allow_glob("cuda*", "cudaMalloc"));
+  assert_true(allow_glob("cuda*", "cuda"));
+  assert_false(allow_glob("cuda*", "__cudaRegisterFatBinary"));
+  assert_true(allow_glob("rt_stream(wl_ctx*)", "rt_stream(wl_ctx*)"));
+  assert_true(allow_glob("operator new(*", "operator new(unsigned long)"));
+  assert_true(allow_glob("a?c", "abc"));
+  assert_false(allow_glob("a?c", "ac"));
+  assert_true(allow_glob("*x*y", "__x__y"));
+  assert_false(allow_glob("rt_fail", "rt_fail2"));
+  /* '[' is an ordinary character (demangled names hold [abi:cxx11]) */
+  assert_true(allow_glob("f[abi:cxx11]()", "f[abi:cxx11]()"));
+}
+
+static void test_list(void **state)
+{
+  char p[128];
+  struct err e = {0, ""};
+  struct allow *a;
+  (void)state;
+  write_file("l1",
+             "# comment\n"
+             "cuda*\n"
+             "!cudaDeviceReset\n"
+             "nccl*\n"
+             "  rt_stream(wl_ctx*)  \n"
+             "[candidate]\n"
+             "!ncclAllGather\n"
+             "[baseline]\n"
+             "printf\n",
+             p, sizeof(p));
+  a = allow_load(p, &e);
+  assert_non_null(a);
+  assert_true(allow_match(a, "cudaMalloc", NULL, 0));
+  assert_false(allow_match(a, "cudaDeviceReset", NULL, 0));
+  assert_false(allow_match(a, "cudaDeviceReset", NULL, 1));
+  assert_true(allow_match(a, "_Z9rt_streamP6wl_ctx", "rt_stream(wl_ctx*)", 0));
+  assert_false(allow_match(a, "_Z8rt_mix64m", "rt_mix64(unsigned long)", 0));
+  /* host collectives: baselines only */
+  assert_false(allow_match(a, "ncclAllGather", NULL, 0));
+  assert_true(allow_match(a, "ncclAllGather", NULL, 1));
+  assert_false(allow_match(a, "printf", NULL, 0));
+  assert_true(allow_match(a, "printf", NULL, 1));
+  /* a workload widens, but cannot lift a denial or deny */
+  assert_int_equal(allow_widen(a, " fopen , fclose,", &e), 0);
+  assert_true(allow_match(a, "fopen", NULL, 0));
+  assert_true(allow_match(a, "fclose", NULL, 0));
+  assert_int_equal(allow_widen(a, "cudaDeviceReset", &e), 0);
+  assert_false(allow_match(a, "cudaDeviceReset", NULL, 0));
+  assert_int_equal(allow_widen(a, "!cudaMalloc", &e), ERR_PARSE);
+  assert_non_null(strstr(e.msg, "cannot deny"));
+  allow_free(a);
+
+  write_file("l2", "cuda*\n[nope]\n", p, sizeof(p));
+  assert_null(allow_load(p, &e));
+  assert_int_equal(e.code, ERR_PARSE);
+  assert_non_null(strstr(e.msg, "l2:2: unknown section '[nope]'"));
+  assert_null(allow_load("/nonexistent/symbols.allow", &e));
+  assert_int_equal(e.code, ERR_IO);
+}
+
+/* cc -c SRC into DIR/NAME.o; skipped when there is no cc */
+static int cc_obj(const char *name, const char *src, char *obj, size_t n)
+{
+  char c[128];
+  int ok;
+  char *out;
+
+  write_file(name, src, c, sizeof(c));
+  snprintf(obj, n, "%s.o", c);
+  {
+    const char *argv[] = {"cc", "-O1", "-c", c, "-o", obj, NULL};
+    out = proc_capture(argv, 65536, &ok);
+  }
+  free(out);
+  return ok ? 0 : -1;
+}
+
+static void test_check_object(void **state)
+{
+  char p[128], obj[160];
+  struct err e = {0, ""};
+  struct allow *a;
+  (void)state;
+  if (!proc_which("nm", NULL, p, sizeof(p)) ||
+      !proc_which("objdump", NULL, p, sizeof(p)) ||
+      !proc_which("cc", NULL, p, sizeof(p)))
+    skip();
+  write_file("l3", "memcpy\nstrlen\n", p, sizeof(p));
+  a = allow_load(p, &e);
+  assert_non_null(a);
+  assert_int_equal(cc_obj("ok.c",
+                          "#include <string.h>\n"
+                          "unsigned long f(char *d, const char *s) {\n"
+                          "  memcpy(d, s, strlen(s)); return strlen(d); }\n",
+                          obj, sizeof(obj)),
+                   0);
+  assert_int_equal(allow_check(a, obj, "ok.o", 0, 0, "L", &e), 0);
+  /* the name is pasted together: the text never says "system" */
+  assert_int_equal(cc_obj("paste.c",
+                          "#include <stdlib.h>\n#define CAT(a, b) a##b\n"
+                          "int g(void) { return CAT(sys, tem)(\"true\"); }\n",
+                          obj, sizeof(obj)),
+                   0);
+  assert_int_equal(allow_check(a, obj, "paste.o", 0, 0, "L", &e), ERR_CHECK);
+  assert_string_equal(e.msg, "paste.o calls 'system' (not on L)");
+  assert_int_equal(cc_obj("many.c",
+                          "int open(const char *, int, ...);\n"
+                          "long write(int, const void *, unsigned long);\n"
+                          "int close(int);\n"
+                          "int h(void) { int fd = open(\"x\", 0);\n"
+                          "  write(fd, \"y\", 1); return close(fd); }\n",
+                          obj, sizeof(obj)),
+                   0);
+  assert_int_equal(allow_check(a, obj, "many.o", 0, 0, "L", &e), ERR_CHECK);
+  assert_non_null(strstr(e.msg, "many.o calls 'open' (not on L; also "));
+  assert_non_null(strstr(e.msg, "'write'"));
+  assert_int_equal(cc_obj("asm.c",
+                          "long s(long n) { long r;\n"
+                          "  __asm__ volatile(\"syscall\" : \"=a\"(r) : "
+                          "\"a\"(n) : \"rcx\", \"r11\", \"memory\");\n"
+                          "  return r; }\n",
+                          obj, sizeof(obj)),
+                   0);
+  assert_int_equal(allow_check(a, obj, "asm.o", 0, 0, "L", &e), ERR_CHECK);
+  assert_string_equal(e.msg,
+                      "asm.o makes a raw system call ('syscall' in 's')");
+  /* defining a listed name replaces the library's; the ABI is exempt */
+  assert_int_equal(
+      cc_obj("def.c",
+             "#include <string.h>\n"
+             "size_t strlen(const char *s) { (void)s; return 0; }\n"
+             "int wl_step(void *c) { (void)c; return 0; }\n",
+             obj, sizeof(obj)),
+      0);
+  assert_int_equal(allow_check(a, obj, "def.o", 0, 0, "L", &e), ERR_CHECK);
+  assert_non_null(strstr(e.msg, "def.o defines 'strlen', a name on L"));
+  assert_int_equal(cc_obj("abi.c",
+                          "int wl_step(void *c) { (void)c; return 0; }\n"
+                          "int my_helper(int x) { return x + 1; }\n",
+                          obj, sizeof(obj)),
+                   0);
+  assert_int_equal(allow_check(a, obj, "abi.o", 0, 0, "L", &e), 0);
+  /* the reference's hooks, whatever the spelling in the source */
+  assert_int_equal(cc_obj("hook.c",
+                          "#define CAT(a, b) a##b\n"
+                          "int CAT(wl_input, _post)(void) { return 0; }\n",
+                          obj, sizeof(obj)),
+                   0);
+  assert_int_equal(allow_check(a, obj, "hook.o", 0, 0, "L", &e), ERR_CHECK);
+  assert_string_equal(e.msg, "hook.o defines 'wl_input_post', which only the "
+                             "trusted reference may define");
+  assert_int_equal(
+      cc_obj("int80.c", "void t(void) { __asm__ volatile(\"int $0x80\"); }\n",
+             obj, sizeof(obj)),
+      0);
+  assert_int_equal(allow_check(a, obj, "int80.o", 0, 0, "L", &e), ERR_CHECK);
+  assert_non_null(strstr(e.msg, "('int $0x80' in 't')"));
+  allow_free(a);
+}
+
+static int setup(void **state)
+{
+  (void)state;
+  snprintf(dir, sizeof(dir), "/tmp/cuco-allow.XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+  const char *argv[] = {"rm", "-rf", dir, NULL};
+  int ok;
+  (void)state;
+  free(proc_capture(argv, 1024, &ok));
+  return 0;
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_glob),
+      cmocka_unit_test(test_list),
+      cmocka_unit_test(test_check_object),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
