@@ -12,21 +12,38 @@ WL=$ROOT/examples/cpu_matmul
 export CUCO_CACHE_DIR=$TMP/cache
 KEY=sk-cucotest-$$-0123456789abcdef
 TOK=tok-cucotest-$$-fedcba9876543210
-if [ "$(uname -m)" != x86_64 ]; then
-  echo "1..0 # SKIP the hostile candidates make raw x86-64 system calls"; exit 0
-fi
-
-# The attacks use raw system calls (no libc symbol to reject), inside the
-# EVOLVE block, on the first call of matmul.
+# The attacks call libc (open, read, write, fork, setsid, ...), inside the
+# EVOLVE block, on the first call of matmul.  The allowlist stage would
+# reject every one of those calls (t1205); this test is about the next
+# layer, so it runs on a copy of the workload that widens its list to them
+# ([allow] symbols, shown by eval): what the sandbox and the deadlines do
+# when a call gets past the allowlist.
+WIDE=$TMP/wide
+cp -r "$WL" "$WIDE"
+printf '\n[allow]\nsymbols = getppid, open, read, write, close, fork, setsid, pause\n' >>"$WIDE/workload.ini"
 cat >"$TMP/attack.h" <<'C'
+extern int getppid(void);
+extern int open(const char *, int, ...);
+extern long read(int, void *, unsigned long);
+extern long write(int, const void *, unsigned long);
+extern int close(int);
+extern int fork(void);
+extern int setsid(void);
+extern int pause(void);
+/* the Linux x86-64 numbers the attacks were first written with */
 static long sc(long n, long a, long b, long c)
 {
-  long r;
-  __asm__ volatile("syscall"
-                   : "=a"(r)
-                   : "a"(n), "D"(a), "S"(b), "d"(c)
-                   : "rcx", "r11", "memory");
-  return r;
+  switch (n) {
+  case 110: return getppid();
+  case 2: return open((const char *)a, (int)b);
+  case 0: return read((int)a, (void *)b, (unsigned long)c);
+  case 3: return close((int)a);
+  case 1: return write((int)a, (const void *)b, (unsigned long)c);
+  case 57: return fork();
+  case 112: return setsid();
+  case 34: return pause();
+  }
+  return -1;
 }
 static void put_pid(char *p, long v)
 {
@@ -108,7 +125,7 @@ make_cand esc_hang "escape(); for (;;) sc(34, 0, 0, 0);"
 run_eval() {
   local name=$1; shift
   env OPENAI_API_KEY="$KEY" MY_SERVICE_TOKEN="$TOK" \
-    sh -c '"$@"; exit $?' sh "$CUCO" eval "$WL" --candidate "$TMP/$name.c" \
+    sh -c '"$@"; exit $?' sh "$CUCO" eval "$WIDE" --candidate "$TMP/$name.c" \
     --out "$TMP/$MODE/$name" "$@" >"$TMP/out" 2>"$TMP/err"
 }
 no_key_in() { # NAME PATH...
@@ -179,7 +196,7 @@ done
 MODE=evolve
 export CUCO_SANDBOX=none
 mkdir -p "$TMP/$MODE/wl"
-cp "$WL/workload.ini" "$TMP/$MODE/wl/"
+cp "$WIDE/workload.ini" "$TMP/$MODE/wl/"
 make_cand both "leak(); escape();"
 cp "$TMP/both.c" "$TMP/$MODE/wl/seed.c"
 t0=$(date +%s)
