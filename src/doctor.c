@@ -329,3 +329,15 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
   json_decref(d);
   return rc;
 }
+
+const char *doctor_no_gpu_line(const char *cmd, const char *workload_dir)
+{
+  static char line[512];
+
+  snprintf(line, sizeof(line),
+           "no GPU found on this machine (see cuco doctor): %s needs one; "
+           "build only with 'cuco eval %s --compile-only', or try the CPU "
+           "example: cuco %s examples/cpu_matmul",
+           workload_dir, workload_dir, cmd);
+  return line;
+}

@@ -324,6 +324,11 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
         goto out;
       }
       o.machine = machine;
+      if (!w->host_only && !json_integer_value(json_object_get(
+                               json_object_get(machine, "gpus"), "count"))) {
+        fprintf(stderr, "cuco eval: %s\n", doctor_no_gpu_line("eval", w->dir));
+        goto out;
+      }
     }
   }
   if (cheats) {

@@ -525,6 +525,12 @@ static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
   }
   if (!s->machine && s->wl.kind == WORKLOAD_RUNTIME)
     return e->code;
+  /* say so before any build, in the words doctor uses */
+  if (s->wl.kind == WORKLOAD_RUNTIME && !s->wl.host_only &&
+      !json_integer_value(
+          json_object_get(json_object_get(s->machine, "gpus"), "count")))
+    return err_set(e, ERR_NOTFOUND, "%s",
+                   doctor_no_gpu_line("evolve", s->wl.dir));
   snprintf(path, sizeof(path), "%s/%s", s->wl.dir, s->wl.seed);
   s->seed_code = read_file(path, e);
   if (!s->seed_code)

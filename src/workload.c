@@ -376,6 +376,11 @@ static int load_workload_key(struct workload *w, const struct config_entry *en,
                        en->origin, tok[i]);
       snprintf(w->forbid[w->nforbid++], WORKLOAD_NAME, "%s", tok[i]);
     }
+  } else if (!strcmp(k, "needs_gpu")) {
+    if (strcmp(v, "yes") && strcmp(v, "no"))
+      return err_set(e, ERR_CONFIG, "%s: needs_gpu: '%s' is not yes or no",
+                     en->origin, v);
+    w->host_only = !strcmp(v, "no");
   } else {
     return err_set(e, ERR_CONFIG, "%s: unknown key '%s' in [workload]",
                    en->origin, k);
