@@ -706,7 +706,7 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
 oom:
   err_set(&e, ERR_NOMEM, "out of memory");
 fail:
-  log_error("init: %s", e.msg);
+  cmd_error(ctx, "%s", e.msg);
 out:
   analyze_report_free(r);
   free(src);
