@@ -637,6 +637,17 @@ static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
     return rc;
   search_write_best(s);
   rc = search_run(s, e);
+  /* an LLM run in which no call got an answer is not "done" */
+  if (!rc && s->use_llm && s->llm_calls > 0 && s->llm_ok == 0) {
+    snprintf(s->stop_reason, sizeof(s->stop_reason),
+             "failed: none of %d LLM calls succeeded", s->llm_calls);
+    rc = err_set(e, ERR_LLM,
+                 "none of the %d LLM calls succeeded (last: %.110s); check "
+                 "the model settings with 'cuco doctor --llm'",
+                 s->llm_calls, s->llm_last_error);
+    if (db_run_set_status(s->db, s->run.id, "failed", 1, e))
+      rc = e->code;
+  }
   if (!rc) {
     const char *st2 = search_interrupted ? "interrupted" : "done";
     if (db_run_set_status(s->db, s->run.id, st2, 1, e) ||

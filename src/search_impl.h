@@ -65,6 +65,9 @@ struct evolve {
   int count; /* candidate rows this session finished */
   int n_ok, n_failed, n_rejected;
   int seq_pos; /* next entry of o.seq */
+  /* LLM calls this session sent, those that succeeded, the last failure */
+  int llm_calls, llm_ok;
+  char llm_last_error[200];
 };
 
 /* search.c */
