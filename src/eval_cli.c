@@ -111,7 +111,9 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
     else
       fprintf(c->out, "%s: %s: %s", name, r.status, r.error);
     if (r.has_score)
-      fprintf(c->out, "; median %.4g ms, noise %.2g ms, score %.4g",
+      fprintf(c->out,
+              "; median %.4g ms, noise %.2g ms, score %.4g (= 1000 / "
+              "geomean median ms, higher is faster)",
               r.median_ms, r.noise_ms, r.score);
     fputc('\n', c->out);
     if (outdir)
