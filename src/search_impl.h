@@ -67,6 +67,7 @@ struct evolve {
   int seq_pos; /* next entry of o.seq */
   /* LLM calls this session sent, those that succeeded, the last failure */
   int llm_calls, llm_ok;
+  int already_done; /* --resume of a run that had finished: nothing run */
   char llm_last_error[200];
 };
 
