@@ -530,11 +530,11 @@ static int skip_external(const char *name)
  * wl_ctx *ctx", "cudaStream_t st"). */
 static int not_a_buffer(const struct cutok_list *l, size_t t)
 {
-  static const char *const types[] = {
-      "cudaStream_t",     "cudaEvent_t",        "cublasHandle_t",
-      "cublasLtHandle_t", "ncclComm_t",         "wl_ctx",
-      "wl_problem",       "cublasLtMatmulDesc_t", "cudaGraph_t",
-      "cudaGraphExec_t"};
+  static const char *const types[] = {"cudaStream_t",   "cudaEvent_t",
+                                      "cublasHandle_t", "cublasLtHandle_t",
+                                      "ncclComm_t",     "wl_ctx",
+                                      "wl_problem",     "cublasLtMatmulDesc_t",
+                                      "cudaGraph_t",    "cudaGraphExec_t"};
   size_t i, k, j;
 
   for (i = 0; i + 1 < l->n; i++) {

@@ -320,7 +320,8 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
     const char *lv = json_string_value(json_object_get(n, "library_version"));
     if (strcmp(hv, "unknown") && strcmp(lv, "unknown") &&
         !json_is_true(json_object_get(n, "match"))) {
-      cmd_error(ctx, "NCCL headers %s and library %s differ: device-API "
+      cmd_error(ctx,
+                "NCCL headers %s and library %s differ: device-API "
                 "binaries would break (set [build] nccl_home)",
                 hv, lv);
       rc = CMD_FAIL;

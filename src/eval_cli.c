@@ -340,8 +340,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       fprintf(stderr, "cuco eval: out of memory\n");
       goto out;
     }
-    if (workload_resolve_sizes(w, o.sizes, tmp, WORKLOAD_MAX_SIZES, &ns,
-                               &e)) {
+    if (workload_resolve_sizes(w, o.sizes, tmp, WORKLOAD_MAX_SIZES, &ns, &e)) {
       free(tmp);
       rc = cmd_bad_usage(ctx, "%s", e.msg);
       goto out;

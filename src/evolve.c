@@ -461,9 +461,8 @@ static void summary(struct evolve *s)
   /* the run's wall time, as the report computes it (started_at to
    * finished_at), and this session's when it is a resumed one */
   {
-    double t1 = s->already_done && s->run.finished_at > 0
-                    ? s->run.finished_at
-                    : db_now();
+    double t1 = s->already_done && s->run.finished_at > 0 ? s->run.finished_at
+                                                          : db_now();
     char sess[32];
     fmt_duration(s->run.started_at > 0 ? t1 - s->run.started_at
                                        : db_now() - s->t0,

@@ -288,8 +288,8 @@ static int copy_local(const char *srcdir, const char *rel, const char *dir,
 /* The sections of an existing workload.ini beside the imported file that
  * fit the imported code as they are: [sizes], [sets], [tolerance], and the
  * ranks line.  Empty when there is none. */
-static void workload_sections(const char *srcdir, struct buf *out,
-                              char *ranks, char *libs, size_t n)
+static void workload_sections(const char *srcdir, struct buf *out, char *ranks,
+                              char *libs, size_t n)
 {
   char path[4096], *t, *line, *save = NULL;
   size_t len;
@@ -411,10 +411,13 @@ static int make_ini(struct buf *o, const char *name, const char *from,
                     "assembles all shards.",
              runtime_kind ? "runtime" : "freeform",
              ranks && *ranks ? ranks : "1,2,4,8",
-             libs ? libs : r && uses_blas(r) ? "cublas, cublasLt" : "");
+             libs                ? libs
+             : r && uses_blas(r) ? "cublas, cublasLt"
+                                 : "");
   if (from && sections && *sections) {
-    buf_printf(o, "\n; sizes, sets and tolerance from the workload.ini "
-                  "beside %s\n%s",
+    buf_printf(o,
+               "\n; sizes, sets and tolerance from the workload.ini "
+               "beside %s\n%s",
                from, sections);
   } else {
     if (from && !*params && !*required)
@@ -434,8 +437,7 @@ static int make_ini(struct buf *o, const char *name, const char *from,
         q += k + (q[k] == ' ');
       }
       buf_puts(o, "\n");
-    }
-    else if (from)
+    } else if (from)
       buf_printf(o,
                  "\n; the defaults the program reads with wl_param()\n"
                  "[sizes]\nsmall_a = %s\n",
@@ -443,8 +445,9 @@ static int make_ini(struct buf *o, const char *name, const char *from,
     else
       buf_puts(o, "\n[sizes]\nsmall_a  = N=4096\nsmall_b  = N=1000\n"
                   "full_64m = N=16777216\n");
-    buf_printf(o, "\n[sets]\nverify = %s\nbench  = %s\n"
-                  "\n[tolerance]\nrel_l2 = %s\n",
+    buf_printf(o,
+               "\n[sets]\nverify = %s\nbench  = %s\n"
+               "\n[tolerance]\nrel_l2 = %s\n",
                from ? "small_a" : "small_a, small_b",
                from ? "small_a" : "full_64m", from ? "2e-2" : "1e-6");
   }
@@ -661,8 +664,7 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
       goto oom;
   }
   if (make_ini(&ini, name, from, r, buf_str(&params), buf_str(&required),
-               buf_str(&sections), ranks, *libs ? libs : NULL,
-               runtime_kind) ||
+               buf_str(&sections), ranks, *libs ? libs : NULL, runtime_kind) ||
       make_readme(&readme, name, from, r, runtime_kind, ref != NULL))
     goto oom;
   if (prepare_dir(dir, force, &e))

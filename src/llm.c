@@ -435,8 +435,8 @@ static void finish_call(struct llm_pool *p, const struct llm_model *m,
 }
 
 static int chat_valid(struct llm_pool *p, const struct llm_model *m,
-                      const struct llm_request *req,
-                      struct llm_response *resp, struct err *e)
+                      const struct llm_request *req, struct llm_response *resp,
+                      struct err *e)
 {
   struct http_result h;
   const char *key;

@@ -17,7 +17,8 @@
 #define CODE_CAP  (2u * 1024 * 1024)
 #define DIFF_CAP  (1u * 1024 * 1024)
 #define ERROR_CAP 300 /* the one-line error of a summary */
-#define PLOT_CAP  200 /* the short labels of a plot point (a cap of 0 cuts all) */
+#define PLOT_CAP                                                              \
+  200 /* the short labels of a plot point (a cap of 0 cuts all) */
 
 struct rundb {
   sqlite3 *db;

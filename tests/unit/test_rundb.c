@@ -249,9 +249,8 @@ static void test_plot(void **state)
       json_string_value(json_object_get(json_array_get(pl, 0), "value")),
       "deferred");
   assert_string_equal(
-      json_string_value(
-          json_object_get(json_array_get(json_object_get(p, "cost"), 0),
-                          "purpose")),
+      json_string_value(json_object_get(
+          json_array_get(json_object_get(p, "cost"), 0), "purpose")),
       "mutate");
   json_decref(p);
   rundb_close(db);
