@@ -524,6 +524,52 @@ static int skip_external(const char *name)
   return 0;
 }
 
+/* Whether the single-identifier argument l[t] names something that is
+ * not a device buffer: a variable declared somewhere in the file as a
+ * stream, event, handle, communicator or the runtime's context ("struct
+ * wl_ctx *ctx", "cudaStream_t st"). */
+static int not_a_buffer(const struct cutok_list *l, size_t t)
+{
+  static const char *const types[] = {"cudaStream_t",   "cudaEvent_t",
+                                      "cublasHandle_t", "cublasLtHandle_t",
+                                      "ncclComm_t",     "wl_ctx",
+                                      "wl_problem",     "cublasLtMatmulDesc_t",
+                                      "cudaGraph_t",    "cudaGraphExec_t"};
+  size_t i, k, j;
+
+  for (i = 0; i + 1 < l->n; i++) {
+    for (k = 0; k < sizeof(types) / sizeof(types[0]); k++)
+      if (tok_is(l, i, types[k]))
+        break;
+    if (k == sizeof(types) / sizeof(types[0]))
+      continue;
+    for (j = i + 1; j < l->n && (tok_is(l, j, "*") || tok_is(l, j, "const"));)
+      j++;
+    if (tok_ident(l, j) && l->v[j].len == l->v[t].len &&
+        !memcmp(l->src + l->v[j].off, l->src + l->v[t].off, l->v[t].len))
+      return 1;
+  }
+  return 0;
+}
+
+/* Whether the argument l[st..en) may be a device buffer: not the address
+ * of a host object ("&u->plan"), and not a name or member chain ("ctx",
+ * "u->lt") whose last name is declared as a non-buffer type. */
+static int arg_may_be_buffer(const struct cutok_list *l, size_t st, size_t en)
+{
+  size_t i;
+
+  if (st >= en)
+    return 0;
+  if (tok_is(l, st, "&"))
+    return 0;
+  for (i = st; i < en; i++)
+    if (!(i % 2 == st % 2 ? tok_ident(l, i)
+                          : tok_is(l, i, "->") || tok_is(l, i, ".")))
+      return 1; /* an expression: keep it */
+  return (en - st) % 2 == 0 || !not_a_buffer(l, en - 1);
+}
+
 /* A call of a function defined elsewhere (e.g. a GEMM helper in a
  * header): its buffer arguments are read; a GEMM-like name also writes
  * them (assumed).  Dropped later unless it meets a collective's buffer. */
@@ -547,6 +593,8 @@ static int do_external(struct ctx *c, size_t t, int func)
   snprintf(op->category, sizeof(op->category), "%s", gemm ? "gemm" : "call");
   fill_args(c, op, t + 1, st, en);
   for (k = 0; k < op->nargs; k++) {
+    if (!arg_may_be_buffer(c->l, st[k], en[k]))
+      continue;
     buffer_key(c->l, st[k], en[k], key, sizeof(key));
     add_key(op->reads, &op->nreads, key);
     if (gemm)

@@ -299,7 +299,7 @@ int cmd_analyze(struct cmd_ctx *ctx, int argc, char **argv)
                                             : "FILE.cu missing");
   r = analyze_file(argv[optind], &e);
   if (!r) {
-    log_error("analyze: %s", e.msg);
+    cmd_error(ctx, "%s", e.msg);
     return CMD_FAIL;
   }
   if (as_json) {

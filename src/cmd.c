@@ -6,8 +6,14 @@
 
 int cmd_usage(const struct cmd_ctx *ctx, int for_help)
 {
-  fputs(ctx->self->usage, for_help ? stdout : stderr);
-  return for_help ? CMD_OK : CMD_USAGE;
+  if (for_help) {
+    fputs(ctx->self->usage, stdout);
+    return CMD_OK;
+  }
+  /* after a usage error (ours or getopt's line): where the help is, not
+   * the whole help */
+  fprintf(stderr, "see 'cuco %s --help'\n", ctx->self->name);
+  return CMD_USAGE;
 }
 
 int cmd_bad_usage(const struct cmd_ctx *ctx, const char *fmt, ...)
@@ -20,4 +26,15 @@ int cmd_bad_usage(const struct cmd_ctx *ctx, const char *fmt, ...)
   va_end(ap);
   fputs("\n", stderr);
   return cmd_usage(ctx, 0);
+}
+
+void cmd_error(const struct cmd_ctx *ctx, const char *fmt, ...)
+{
+  va_list ap;
+
+  fprintf(stderr, "cuco %s: ", ctx->self->name);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputs("\n", stderr);
 }

@@ -34,12 +34,18 @@ int cmd_report(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_serve(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_transform(struct cmd_ctx *ctx, int argc, char **argv);
 
-/* Print the running command's usage: to stdout for --help (returns
- * CMD_OK), else to stderr (returns CMD_USAGE). */
+/* For --help: the running command's usage to stdout, CMD_OK.  Else (a
+ * usage error already said): "see 'cuco NAME --help'" to stderr,
+ * CMD_USAGE. */
 int cmd_usage(const struct cmd_ctx *ctx, int for_help);
 
-/* "cuco NAME: MESSAGE", the usage, and CMD_USAGE: for bad arguments. */
+/* "cuco NAME: MESSAGE", "see 'cuco NAME --help'", and CMD_USAGE: for bad
+ * arguments. */
 int cmd_bad_usage(const struct cmd_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* "cuco NAME: MESSAGE" on stderr: the one prefix of every error. */
+void cmd_error(const struct cmd_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -310,7 +310,7 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
     return cmd_bad_usage(ctx, "unexpected argument '%s'", argv[optind]);
   d = doctor_probe(ctx->cfg, &e);
   if (!d) {
-    log_error("doctor: %s", e.msg);
+    cmd_error(ctx, "%s", e.msg);
     return CMD_FAIL;
   }
   /* --llm: one tiny request per configured model (llm_check_models). */
@@ -333,14 +333,14 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
     }
   }
   if (nfail < 0) {
-    log_error("doctor --llm: %s", e.msg);
+    cmd_error(ctx, "--llm: %s", e.msg);
     rc = CMD_FAIL;
   } else if (nfail > 0) {
-    log_error("doctor --llm: %d of the configured models failed", nfail);
+    cmd_error(ctx, "--llm: %d of the configured models failed", nfail);
     rc = CMD_FAIL;
   }
   if (outpath && json_dump_file(d, outpath, JSON_INDENT(2) | JSON_SORT_KEYS)) {
-    log_error("doctor: cannot write %s", outpath);
+    cmd_error(ctx, "cannot write %s", outpath);
     rc = CMD_FAIL;
   }
   {
@@ -349,7 +349,8 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
     const char *lv = json_string_value(json_object_get(n, "library_version"));
     if (strcmp(hv, "unknown") && strcmp(lv, "unknown") &&
         !json_is_true(json_object_get(n, "match"))) {
-      log_error("doctor: NCCL headers %s and library %s differ: device-API "
+      cmd_error(ctx,
+                "NCCL headers %s and library %s differ: device-API "
                 "binaries would break (set [build] nccl_home)",
                 hv, lv);
       rc = CMD_FAIL;
@@ -366,4 +367,16 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
   }
   json_decref(d);
   return rc;
+}
+
+const char *doctor_no_gpu_line(const char *cmd, const char *workload_dir)
+{
+  static char line[512];
+
+  snprintf(line, sizeof(line),
+           "no GPU found on this machine (see cuco doctor): %s needs one; "
+           "build only with 'cuco eval %s --compile-only', or try the CPU "
+           "example: cuco %s examples/cpu_matmul",
+           workload_dir, workload_dir, cmd);
+  return line;
 }

@@ -19,4 +19,9 @@ json_t *doctor_probe(const struct config *cfg, struct err *e);
 json_t *doctor_describe(const struct config *cfg, const struct toolchain *tc,
                         struct err *e);
 
+/* The message of a command that needs a GPU on a machine with none
+ * ("no GPU found ...", with what to do instead; the caller adds "cuco CMD:
+ * "); a static string, overwritten by the next call. */
+const char *doctor_no_gpu_line(const char *cmd, const char *workload_dir);
+
 #endif

@@ -51,6 +51,30 @@ static void save_logs(const char *dir, const struct eval_result *r)
   json_decref(j);
 }
 
+/* Whether name is file without its extension ("baseline" for
+ * "baseline.cu"). */
+static int same_stem(const char *name, const char *file)
+{
+  const char *dot = strrchr(file, '.');
+  size_t n = dot ? (size_t)(dot - file) : strlen(file);
+  return strlen(name) == n && !strncmp(name, file, n);
+}
+
+/* What --impl NAME names: -1 the seed ("seed", its file, or its file
+ * without the extension), i >= 0 baselines[i] (file or stem), -2 none. */
+static int impl_index(const struct workload *w, const char *name)
+{
+  int i;
+
+  if (!strcmp(name, "seed") || !strcmp(name, w->seed) ||
+      same_stem(name, w->seed))
+    return -1;
+  for (i = 0; i < w->nbaselines; i++)
+    if (!strcmp(name, w->baselines[i]) || same_stem(name, w->baselines[i]))
+      return i;
+  return -2;
+}
+
 /* Evaluate one implementation; 0 ok, 1 failed verdict, <0 error. */
 static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
                     const char *name, int candidate, const char *outdir,
@@ -87,7 +111,9 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
     else
       fprintf(c->out, "%s: %s: %s", name, r.status, r.error);
     if (r.has_score)
-      fprintf(c->out, "; median %.4g ms, noise %.2g ms, score %.4g",
+      fprintf(c->out,
+              "; median %.4g ms, noise %.2g ms, score %.4g (= 1000 / "
+              "geomean median ms, higher is faster)",
               r.median_ms, r.noise_ms, r.score);
     fputc('\n', c->out);
     if (outdir)
@@ -319,6 +345,34 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     fprintf(stderr, "cuco eval: %s\n", e.msg);
     goto out;
   }
+  if (o.sizes) {
+    struct workload_size *tmp = calloc(WORKLOAD_MAX_SIZES, sizeof(*tmp));
+    int ns = 0;
+    if (!tmp) {
+      fprintf(stderr, "cuco eval: out of memory\n");
+      goto out;
+    }
+    if (workload_resolve_sizes(w, o.sizes, tmp, WORKLOAD_MAX_SIZES, &ns, &e)) {
+      free(tmp);
+      rc = cmd_bad_usage(ctx, "%s", e.msg);
+      goto out;
+    }
+    free(tmp);
+  }
+  if (impl && strcmp(impl, "all") && impl_index(w, impl) < -1) {
+    char names[512];
+    size_t k = 0;
+    int i;
+    names[0] = '\0';
+    for (i = 0; i < w->nbaselines && k < sizeof(names); i++)
+      k += (size_t)snprintf(names + k, sizeof(names) - k, ", %s",
+                            w->baselines[i]);
+    rc = cmd_bad_usage(ctx,
+                       "--impl: '%s' is not an implementation of %s; valid: "
+                       "seed (%s)%s, all",
+                       impl, w->name, w->seed, names);
+    goto out;
+  }
   o.wl = w;
   o.progress = on_progress;
   o.progress_ud = &c;
@@ -336,6 +390,11 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
         goto out;
       }
       o.machine = machine;
+      if (!w->host_only && !json_integer_value(json_object_get(
+                               json_object_get(machine, "gpus"), "count"))) {
+        fprintf(stderr, "cuco eval: %s\n", doctor_no_gpu_line("eval", w->dir));
+        goto out;
+      }
     }
   }
   if (cheats) {
@@ -364,7 +423,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     int i, n = 0;
     const char *list[WORKLOAD_MAX_FILES + 1];
     int is_cand[WORKLOAD_MAX_FILES + 1];
-    if (!impl || !strcmp(impl, w->seed)) {
+    if (!impl || impl_index(w, impl) == -1) {
       list[n] = w->seed;
       is_cand[n++] = 1;
     } else if (!strcmp(impl, "all")) {
@@ -375,18 +434,8 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       list[n] = w->seed;
       is_cand[n++] = 1;
     } else {
-      for (i = 0; i < w->nbaselines; i++)
-        if (!strcmp(impl, w->baselines[i])) {
-          list[n] = w->baselines[i];
-          is_cand[n++] = 0;
-        }
-      if (!n) {
-        rc = cmd_bad_usage(ctx,
-                           "--impl: '%s' is not the seed or a baseline "
-                           "of %s (or 'all')",
-                           impl, w->name);
-        goto out;
-      }
+      list[n] = w->baselines[impl_index(w, impl)];
+      is_cand[n++] = 0;
     }
     for (i = 0; i < n; i++) {
       int r1;

@@ -442,7 +442,7 @@ static void summary(struct evolve *s)
 {
   const struct member *seed = search_find(s, s->seed_id);
   const struct member *best = search_find(s, s->best_id);
-  char gpu[256] = "no GPU", wall[32], where[1200];
+  char gpu[256] = "no GPU", wall[80], where[1200];
   const json_t *g = s->machine ? json_object_get(s->machine, "gpus") : NULL;
   const json_t *g0 = g ? json_array_get(json_object_get(g, "list"), 0) : NULL;
   int ok = 0, failed = 0, rejected = 0, pending = 0, n = 0;
@@ -468,7 +468,21 @@ static void summary(struct evolve *s)
     snprintf(gpu, sizeof(gpu), "%lld x %s",
              json_integer_value(json_object_get(g, "count")),
              json_string_value(json_object_get(g0, "name")) ?: "?");
-  fmt_duration(db_now() - s->t0, wall, sizeof(wall));
+  /* the run's wall time, as the report computes it (started_at to
+   * finished_at), and this session's when it is a resumed one */
+  {
+    double t1 = s->already_done && s->run.finished_at > 0 ? s->run.finished_at
+                                                          : db_now();
+    char sess[32];
+    fmt_duration(s->run.started_at > 0 ? t1 - s->run.started_at
+                                       : db_now() - s->t0,
+                 wall, sizeof(wall));
+    if (s->o.resume && !s->already_done) {
+      size_t l = strlen(wall);
+      fmt_duration(db_now() - s->t0, sess, sizeof(sess));
+      snprintf(wall + l, sizeof(wall) - l, " (this session %s)", sess);
+    }
+  }
   snprintf(where, sizeof(where), "%s/best%s", s->o.out_dir, s->ext);
   printf("\n== cuco evolve %s: %s ==\n", s->wl.name,
          s->stop_reason[0] ? s->stop_reason : "done");
@@ -542,6 +556,12 @@ static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
   }
   if (!s->machine && s->wl.kind == WORKLOAD_RUNTIME)
     return e->code;
+  /* say so before any build, in the words doctor uses */
+  if (s->wl.kind == WORKLOAD_RUNTIME && !s->wl.host_only &&
+      !json_integer_value(
+          json_object_get(json_object_get(s->machine, "gpus"), "count")))
+    return err_set(e, ERR_NOTFOUND, "%s",
+                   doctor_no_gpu_line("evolve", s->wl.dir));
   snprintf(path, sizeof(path), "%s/%s", s->wl.dir, s->wl.seed);
   s->seed_code = read_file(path, e);
   if (!s->seed_code)
@@ -589,6 +609,20 @@ static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
   if (s->nslots > EVOLVE_MAX_SLOTS)
     s->nslots = EVOLVE_MAX_SLOTS;
   return 0;
+}
+
+/* Whether a loaded run has nothing left: no unfinished row and every
+ * island issued all its generations. */
+static int run_complete(const struct evolve *s)
+{
+  int k;
+
+  if (s->nqueue)
+    return 0;
+  for (k = 0; k < s->o.islands && k < EVOLVE_MAX_ISLANDS; k++)
+    if (s->isl[k].issued < s->o.generations)
+      return 0;
+  return 1;
 }
 
 static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
@@ -642,12 +676,32 @@ static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
          s->nslots == 1 ? "" : "s", s->use_llm ? s->run.llm : "offline tuner",
          s->o.out_dir);
   fflush(stdout);
+  if (s->o.resume && s->run.status && !strcmp(s->run.status, "done") &&
+      run_complete(s)) {
+    /* nothing left to do: say so, and show the run as it ended */
+    s->already_done = 1;
+    snprintf(s->stop_reason, sizeof(s->stop_reason),
+             "already finished, nothing to resume");
+    summary(s);
+    return 0;
+  }
   if (!s->run.baseline_json && (rc = run_baseline(s, e)))
     return rc;
   if ((rc = start_seed(s, e)))
     return rc;
   search_write_best(s);
   rc = search_run(s, e);
+  /* an LLM run in which no call got an answer is not "done" */
+  if (!rc && s->use_llm && s->llm_calls > 0 && s->llm_ok == 0) {
+    snprintf(s->stop_reason, sizeof(s->stop_reason),
+             "failed: none of %d LLM calls succeeded", s->llm_calls);
+    rc = err_set(e, ERR_LLM,
+                 "none of the %d LLM calls succeeded (last: %.110s); check "
+                 "the model settings with 'cuco doctor --llm'",
+                 s->llm_calls, s->llm_last_error);
+    if (db_run_set_status(s->db, s->run.id, "failed", 1, e))
+      rc = e->code;
+  }
   if (!rc && !search_interrupted)
     rc = confirm_best(s, e);
   if (!rc) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analyze.h"
 #include "cmd.h"
@@ -162,6 +163,164 @@ static int write_file(const char *dir, const char *name, const char *text,
   return 0;
 }
 
+/* The local files an imported program needs: every file it includes with
+ * #include "NAME" that exists beside the including file, recursively
+ * (rt.cuh and other runtime/ headers are not beside it and stay out).  Paths
+ * are relative to the imported file's folder; rel[0] is the file itself. */
+#define INIT_MAX_LOCAL 64
+struct locals {
+  char rel[INIT_MAX_LOCAL][256];
+  int n;
+};
+
+static int locals_has(const struct locals *l, const char *rel)
+{
+  int i;
+  for (i = 0; i < l->n; i++)
+    if (!strcmp(l->rel[i], rel))
+      return 1;
+  return 0;
+}
+
+static void locals_add(struct locals *l, const char *rel)
+{
+  if (l->n < INIT_MAX_LOCAL && strlen(rel) < sizeof(l->rel[0]) &&
+      !locals_has(l, rel))
+    snprintf(l->rel[l->n++], sizeof(l->rel[0]), "%s", rel);
+}
+
+/* Add the files that text (the file srcdir/rel) includes to l. */
+static void scan_includes(const char *srcdir, const char *rel,
+                          const char *text, struct locals *l)
+{
+  const char *p = text, *slash = strrchr(rel, '/');
+  int reldir = slash ? (int)(slash - rel + 1) : 0;
+
+  while (p && *p) {
+    const char *q = p, *name, *end;
+    char cand[300], path[4096];
+    while (*q == ' ' || *q == '\t')
+      q++;
+    p = strchr(p, '\n');
+    if (p)
+      p++;
+    if (*q++ != '#')
+      continue;
+    while (*q == ' ' || *q == '\t')
+      q++;
+    if (strncmp(q, "include", 7))
+      continue;
+    q += 7;
+    while (*q == ' ' || *q == '\t')
+      q++;
+    if (*q != '"' || !(end = strchr(q + 1, '"')) || end - q > 200 ||
+        memchr(q, '\n', (size_t)(end - q)))
+      continue;
+    name = q + 1;
+    snprintf(cand, sizeof(cand), "%.*s%.*s", reldir, rel, (int)(end - name),
+             name);
+    if (name[0] == '/' || strstr(cand, "..")) {
+      log_warn("init: %s includes \"%.*s\": outside its folder, not copied",
+               rel, (int)(end - name), name);
+      continue;
+    }
+    snprintf(path, sizeof(path), "%s%s", srcdir, cand);
+    if (access(path, R_OK) == 0)
+      locals_add(l, cand);
+  }
+}
+
+/* Follow the include graph from l's roots; the text of every file is
+ * appended to all (for params_of).  Unreadable files are skipped. */
+static void collect_locals(const char *srcdir, struct locals *l,
+                           struct buf *all)
+{
+  int i;
+
+  for (i = 0; i < l->n; i++) {
+    char path[4096], *t;
+    size_t len;
+    struct err e2;
+    snprintf(path, sizeof(path), "%s%s", srcdir, l->rel[i]);
+    t = analyze_read_file(path, 8u << 20, &len, &e2);
+    if (!t)
+      continue;
+    scan_includes(srcdir, l->rel[i], t, l);
+    buf_append(all, t, len);
+    buf_puts(all, "\n");
+    free(t);
+  }
+}
+
+/* One of the files the scaffold itself writes: never overwritten by a
+ * copied include. */
+static int is_ours(const char *rel)
+{
+  return !strcmp(rel, "workload.ini") || !strcmp(rel, "baseline.cu") ||
+         !strcmp(rel, "reference.cu") || !strcmp(rel, "README.md") ||
+         !strcmp(rel, "seed.cu");
+}
+
+/* Copy srcdir/rel to dir/rel, creating the folders in between. */
+static int copy_local(const char *srcdir, const char *rel, const char *dir,
+                      struct err *e)
+{
+  char path[4096], sub[4096];
+  const char *s;
+  size_t len;
+  char *t;
+  int rc;
+
+  for (s = strchr(rel, '/'); s; s = strchr(s + 1, '/')) {
+    snprintf(sub, sizeof(sub), "%s/%.*s", dir, (int)(s - rel), rel);
+    if (mkdir(sub, 0777) && errno != EEXIST)
+      return err_set(e, ERR_IO, "cannot create %s: %s", sub, strerror(errno));
+  }
+  snprintf(path, sizeof(path), "%s%s", srcdir, rel);
+  t = analyze_read_file(path, 8u << 20, &len, e);
+  if (!t)
+    return e->code;
+  rc = write_file(dir, rel, t, len, e);
+  free(t);
+  return rc;
+}
+
+/* The sections of an existing workload.ini beside the imported file that
+ * fit the imported code as they are: [sizes], [sets], [tolerance], and the
+ * ranks line.  Empty when there is none. */
+static void workload_sections(const char *srcdir, struct buf *out, char *ranks,
+                              char *libs, size_t n)
+{
+  char path[4096], *t, *line, *save = NULL;
+  size_t len;
+  struct err e2;
+  int keep = 0, inwl = 0;
+
+  snprintf(path, sizeof(path), "%sworkload.ini", srcdir);
+  t = analyze_read_file(path, 1u << 20, &len, &e2);
+  if (!t)
+    return;
+  for (line = strtok_r(t, "\n", &save); line;
+       line = strtok_r(NULL, "\n", &save)) {
+    if (line[0] == '[') {
+      keep = !strncmp(line, "[sizes]", 7) || !strncmp(line, "[sets]", 6) ||
+             !strncmp(line, "[tolerance]", 11);
+      inwl = !strncmp(line, "[workload]", 10);
+      if (keep)
+        buf_printf(out, "\n%s\n", line);
+      continue;
+    }
+    if (keep)
+      buf_printf(out, "%s\n", line);
+    else if (inwl && strchr(line, '=') &&
+             (!strncmp(line, "ranks", 5) || !strncmp(line, "libs", 4))) {
+      const char *v = strchr(line, '=') + 1;
+      snprintf(line[0] == 'r' ? ranks : libs, n, "%s", v + strspn(v, " \t"));
+    }
+  }
+  free(t);
+}
+
 /* Replace every "@NAME@" in tpl by name. */
 static int expand(struct buf *out, const char *tpl, const char *name)
 {
@@ -177,7 +336,7 @@ static int expand(struct buf *out, const char *tpl, const char *name)
 
 /* The parameters a runtime implementation reads with
  * wl_param(p, "NAME", DEFAULT), as "NAME=DEFAULT,..." (first seen). */
-static void params_of(const char *src, struct buf *out)
+static void params_of(const char *src, struct buf *out, struct buf *required)
 {
   const char *p = src;
   int n = 0;
@@ -195,9 +354,14 @@ static void params_of(const char *src, struct buf *out)
     while (*def == ' ' || *def == ',')
       def++;
     v = strtoll(def, &stop, 0);
-    if (stop == def || !valid_name(name) || strstr(buf_str(out), name))
+    if (stop == def || !valid_name(name) || strstr(buf_str(out), name) ||
+        strstr(buf_str(required), name))
       continue;
-    buf_printf(out, "%s%s=%lld", n++ ? "," : "", name, v);
+    /* a negative default is the program's "no default: must be given" */
+    if (v < 0)
+      buf_printf(required, "%s%s", required->len ? " " : "", name);
+    else
+      buf_printf(out, "%s%s=%lld", n++ ? "," : "", name, v);
   }
 }
 
@@ -220,9 +384,13 @@ static int uses_blas(const struct analyze_report *r)
   return 0;
 }
 
+/* The ini; sections (from a workload.ini beside the import) replace the
+ * guessed [sizes], [sets] and [tolerance]; required names the parameters
+ * the program reads without a default. */
 static int make_ini(struct buf *o, const char *name, const char *from,
                     const struct analyze_report *r, const char *params,
-                    int runtime_kind)
+                    const char *required, const char *sections,
+                    const char *ranks, const char *libs, int runtime_kind)
 {
   buf_printf(o,
              "; workload.ini of %s, scaffolded by cuco init%s%s.\n"
@@ -232,7 +400,7 @@ static int make_ini(struct buf *o, const char *name, const char *from,
              "name        = %s\n"
              "description = %s\n"
              "kind        = %s\n"
-             "ranks       = 1,2,4,8\n"
+             "ranks       = %s\n"
              "baselines   = baseline.cu\n"
              "seed        = seed.cu\n"
              "reference   = reference.cu\n"
@@ -242,29 +410,53 @@ static int make_ini(struct buf *o, const char *name, const char *from,
                   : "Each rank scales its shard (y = 2x + 1); an all-gather "
                     "assembles all shards.",
              runtime_kind ? "runtime" : "freeform",
-             r && uses_blas(r) ? "cublas, cublasLt" : "");
-  if (from && !*params)
-    buf_puts(o, "\n; no wl_param(...) reads found: name the sizes here\n"
-                "[sizes]\nsmall_a = N=4096\n");
-  else if (from)
+             ranks && *ranks ? ranks : "1,2,4,8",
+             libs                ? libs
+             : r && uses_blas(r) ? "cublas, cublasLt"
+                                 : "");
+  if (from && sections && *sections) {
     buf_printf(o,
-               "\n; the defaults the program reads with wl_param()\n"
-               "[sizes]\nsmall_a = %s\n",
-               params);
-  else
-    buf_puts(o, "\n[sizes]\nsmall_a  = N=4096\nsmall_b  = N=1000\n"
-                "full_64m = N=16777216\n");
-  buf_printf(o,
-             "\n[sets]\nverify = %s\nbench  = %s\n"
-             "\n[tolerance]\nrel_l2 = %s\n"
-             "\n[space]\nbackend   = lsa\n"
-             "placement = deferred, per_tile, split\n"
-             "sync      = global, per_peer, per_chunk\n"
-             "issuer    = thread, warp, cta\n"
-             "chunk     = 64KiB..64MiB\n"
-             "\n[params]\ncomm_ctas = 1, 2, 4, 8, 16\n",
-             from ? "small_a" : "small_a, small_b",
-             from ? "small_a" : "full_64m", from ? "2e-2" : "1e-6");
+               "\n; sizes, sets and tolerance from the workload.ini "
+               "beside %s\n%s",
+               from, sections);
+  } else {
+    if (from && !*params && !*required)
+      buf_puts(o, "\n; no wl_param(...) reads found: name the sizes here\n"
+                  "[sizes]\nsmall_a = N=4096\n");
+    else if (from && *required) {
+      const char *q = required;
+      buf_printf(o,
+                 "\n; the program reads %s with no default: 1024 is a "
+                 "placeholder,\n; give them real values\n[sizes]\n"
+                 "small_a = %s",
+                 required, params);
+      while (*q) {
+        size_t k = strcspn(q, " ");
+        buf_printf(o, "%s%.*s=1024", q == required && !*params ? "" : ",",
+                   (int)k, q);
+        q += k + (q[k] == ' ');
+      }
+      buf_puts(o, "\n");
+    } else if (from)
+      buf_printf(o,
+                 "\n; the defaults the program reads with wl_param()\n"
+                 "[sizes]\nsmall_a = %s\n",
+                 params);
+    else
+      buf_puts(o, "\n[sizes]\nsmall_a  = N=4096\nsmall_b  = N=1000\n"
+                  "full_64m = N=16777216\n");
+    buf_printf(o,
+               "\n[sets]\nverify = %s\nbench  = %s\n"
+               "\n[tolerance]\nrel_l2 = %s\n",
+               from ? "small_a" : "small_a, small_b",
+               from ? "small_a" : "full_64m", from ? "2e-2" : "1e-6");
+  }
+  buf_puts(o, "\n[space]\nbackend   = lsa\n"
+              "placement = deferred, per_tile, split\n"
+              "sync      = global, per_peer, per_chunk\n"
+              "issuer    = thread, warp, cta\n"
+              "chunk     = 64KiB..64MiB\n"
+              "\n[params]\ncomm_ctas = 1, 2, 4, 8, 16\n");
   return buf_error(o);
 }
 
@@ -304,10 +496,14 @@ static int make_readme(struct buf *o, const char *name, const char *from,
                  buf_str(&t));
     buf_release(&t);
   }
-  buf_puts(o, "\n## Next steps\n\n1. `cuco analyze baseline.cu`\n"
-              "2. `cuco eval . baseline.cu` (needs a GPU to verify)\n"
-              "3. `cuco transform .` writes `seed.cu` (device-initiated)\n"
-              "4. `cuco evolve .`\n");
+  buf_puts(o, "\n## Next steps\n\nIn this folder:\n\n"
+              "1. `cuco analyze baseline.cu`\n"
+              "2. `cuco eval . --impl baseline.cu --compile-only` builds the "
+              "baseline (no GPU needed)\n"
+              "3. `cuco eval . --impl baseline.cu` verifies and times it "
+              "(needs a GPU)\n"
+              "4. `cuco transform .` writes `seed.cu` (device-initiated)\n"
+              "5. `cuco evolve .`\n");
   return buf_error(o);
 }
 
@@ -383,6 +579,11 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
   struct analyze_report *r = NULL;
   struct buf ini = BUF_INIT(1u << 20), readme = BUF_INIT(4u << 20);
   struct buf params = BUF_INIT(4096), tmp = BUF_INIT(1u << 20);
+  struct buf required = BUF_INIT(4096), sections = BUF_INIT(1u << 20);
+  struct buf alltext = BUF_INIT(64u << 20);
+  struct locals *loc = NULL;
+  char srcdir[4096] = "", ranks[128] = "", libs[128] = "";
+  int i;
   char *src = NULL, *ref = NULL;
   size_t srclen = 0, reflen = 0;
   struct err e = {0, ""};
@@ -422,14 +623,31 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
       goto fail;
     runtime_kind = has_func(r, "wl_setup") && has_func(r, "wl_step") &&
                    has_func(r, "wl_teardown");
-    params_of(src, &params);
     /* a reference.cu next to the imported file comes along */
-    snprintf(refpath, sizeof(refpath), "%.*sreference.cu",
+    snprintf(srcdir, sizeof(srcdir), "%.*s",
              slash ? (int)(slash - from + 1) : 0, from);
+    snprintf(refpath, sizeof(refpath), "%sreference.cu", srcdir);
     if (runtime_kind && strcmp(refpath, from)) {
       struct err e2;
       ref = analyze_read_file(refpath, 8u << 20, &reflen, &e2);
     }
+    /* and every local file either includes, so the scaffold builds */
+    loc = calloc(1, sizeof(*loc));
+    if (!loc)
+      goto oom;
+    locals_add(loc, slash ? slash + 1 : from);
+    if (ref)
+      locals_add(loc, "reference.cu");
+    collect_locals(srcdir, loc, &alltext);
+    if (buf_error(&alltext))
+      goto oom;
+    params_of(loc->n ? buf_str(&alltext) : src, &params, &required);
+    if (runtime_kind)
+      workload_sections(srcdir, &sections, ranks, libs, sizeof(libs));
+    /* the libraries of the whole include graph, not only of FILE */
+    if (!*libs && (strstr(buf_str(&alltext), "cublasLt") ||
+                   strstr(buf_str(&alltext), "cublas_v2.h")))
+      snprintf(libs, sizeof(libs), "cublas, cublasLt");
   } else {
     if (expand(&tmp, tpl_baseline, name))
       goto oom;
@@ -445,28 +663,52 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
     if (!ref)
       goto oom;
   }
-  if (make_ini(&ini, name, from, r, buf_str(&params), runtime_kind) ||
+  if (make_ini(&ini, name, from, r, buf_str(&params), buf_str(&required),
+               buf_str(&sections), ranks, *libs ? libs : NULL, runtime_kind) ||
       make_readme(&readme, name, from, r, runtime_kind, ref != NULL))
     goto oom;
-  if (prepare_dir(dir, force, &e) ||
-      write_file(dir, "baseline.cu", src, srclen, &e) ||
+  if (prepare_dir(dir, force, &e))
+    goto fail;
+  for (i = 1; loc && i < loc->n; i++) {
+    struct stat sb;
+    char path[4096];
+    if (is_ours(loc->rel[i]))
+      continue;
+    snprintf(path, sizeof(path), "%s/%s", dir, loc->rel[i]);
+    if (!force && stat(path, &sb) == 0) {
+      err_set(&e, ERR_USAGE,
+              "%s already exists (use --force to replace the scaffold "
+              "files)",
+              path);
+      goto fail;
+    }
+    if (copy_local(srcdir, loc->rel[i], dir, &e))
+      goto fail;
+  }
+  if (write_file(dir, "baseline.cu", src, srclen, &e) ||
       (ref && write_file(dir, "reference.cu", ref, reflen, &e)) ||
       write_placeholder_seed(dir, src, srclen, &e) ||
       write_file(dir, "workload.ini", buf_str(&ini), ini.len, &e) ||
       write_file(dir, "README.md", buf_str(&readme), readme.len, &e))
     goto fail;
   printf("created %s: workload.ini, baseline.cu%s, seed.cu (placeholder), "
-         "README.md (%s, %zu host "
-         "collectives)\n",
-         dir, ref ? ", reference.cu" : "",
+         "README.md",
+         dir, ref ? ", reference.cu" : "");
+  for (i = 1; loc && i < loc->n; i++)
+    if (!is_ours(loc->rel[i]))
+      printf(", %s", loc->rel[i]);
+  printf(" (%s, %zu host collectives)\n",
          runtime_kind ? "runtime ABI" : "free-form",
          analyze_host_comm_count(r));
+  printf("next: cd %s && cuco eval . --impl baseline.cu --compile-only "
+         "(README.md has the steps after)\n",
+         dir);
   rc = CMD_OK;
   goto out;
 oom:
   err_set(&e, ERR_NOMEM, "out of memory");
 fail:
-  log_error("init: %s", e.msg);
+  cmd_error(ctx, "%s", e.msg);
 out:
   analyze_report_free(r);
   free(src);
@@ -475,5 +717,9 @@ out:
   buf_release(&readme);
   buf_release(&params);
   buf_release(&tmp);
+  buf_release(&required);
+  buf_release(&sections);
+  buf_release(&alltext);
+  free(loc);
   return rc;
 }

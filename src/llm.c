@@ -14,6 +14,7 @@
 #include "llm_impl.h"
 #include "log.h"
 #include "redact.h"
+#include "utf8.h"
 
 #define LLM_MAX_MODELS 32
 #define LLM_PROMPT_MAX (4u * 1024 * 1024)
@@ -434,9 +435,9 @@ static void finish_call(struct llm_pool *p, const struct llm_model *m,
   pthread_mutex_unlock(&p->mu);
 }
 
-int llm_chat(struct llm_pool *p, const struct llm_model *m,
-             const struct llm_request *req, struct llm_response *resp,
-             struct err *e)
+static int chat_valid(struct llm_pool *p, const struct llm_model *m,
+                      const struct llm_request *req, struct llm_response *resp,
+                      struct err *e)
 {
   struct http_result h;
   const char *key;
@@ -504,6 +505,67 @@ int llm_chat(struct llm_pool *p, const struct llm_model *m,
 out:
   free(body);
   free(prompt);
+  return rc;
+}
+
+/* A copy of s with invalid UTF-8 replaced by '?' (NULL: out of memory). */
+static char *clean_copy(const char *s)
+{
+  size_t n = strlen(s);
+  char *c = malloc(n + 1);
+
+  if (c) {
+    memcpy(c, s, n + 1);
+    utf8_sanitize(c, n);
+  }
+  return c;
+}
+
+/* A compiler message cut in a character, or one stray byte in a seed, must
+ * not make every later request unencodable: the text is cleaned first. */
+int llm_chat(struct llm_pool *p, const struct llm_model *m,
+             const struct llm_request *req, struct llm_response *resp,
+             struct err *e)
+{
+  struct llm_request r2;
+  struct llm_message *msgs;
+  char *sys = NULL;
+  size_t i;
+  int rc, dirty = req && req->system &&
+                  !utf8_valid(req->system, strlen(req->system));
+
+  for (i = 0; req && req->messages && i < req->n_messages; i++)
+    if (req->messages[i].content &&
+        !utf8_valid(req->messages[i].content,
+                    strlen(req->messages[i].content)))
+      dirty = 1;
+  if (!dirty)
+    return chat_valid(p, m, req, resp, e);
+  r2 = *req;
+  msgs = calloc(req->n_messages, sizeof(*msgs));
+  if (!msgs)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  rc = 0;
+  if (req->system && !(sys = clean_copy(req->system)))
+    rc = ERR_NOMEM;
+  for (i = 0; !rc && i < req->n_messages; i++) {
+    msgs[i].role = req->messages[i].role;
+    if (req->messages[i].content &&
+        !(msgs[i].content = clean_copy(req->messages[i].content)))
+      rc = ERR_NOMEM;
+  }
+  if (rc) {
+    rc = err_set(e, ERR_NOMEM, "out of memory");
+  } else {
+    log_debug("llm: invalid UTF-8 in the prompt replaced by '?'");
+    r2.system = sys;
+    r2.messages = msgs;
+    rc = chat_valid(p, m, &r2, resp, e);
+  }
+  for (i = 0; i < req->n_messages; i++)
+    free((char *)msgs[i].content);
+  free(msgs);
+  free(sys);
   return rc;
 }
 

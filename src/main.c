@@ -259,8 +259,13 @@ int main(int argc, char **argv)
     return CMD_FAIL;
   }
   {
-    /* Each command parses its own options, with argv[0] = its name. */
+    /* Each command parses its own options, with argv[0] = "cuco NAME":
+     * getopt's own messages then carry the prefix of every other error
+     * ("cuco eval: unrecognized option '--x'"). */
     int first = optind;
+    char self[64];
+    snprintf(self, sizeof(self), "cuco %s", c->name);
+    argv[first] = self;
     optind = 0; /* 0 makes glibc's getopt reinitialise fully */
     rc = c->fn(&ctx, argc - first, argv + first);
   }

@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "patch.h"
+#include "utf8.h"
 #include "workload.h"
 
 #define PROMPT_MAX      (256 * 1024)
@@ -231,7 +232,8 @@ char *prompt_user(const struct prompt_ctx *c)
       buf_printf(&b, "- program %lld (%s edit) %s at stage %s: %.*s\n", f->id,
                  f->edit_kind ? f->edit_kind : "?",
                  f->status ? f->status : "failed", f->stage ? f->stage : "?",
-                 ERROR_QUOTE_MAX, f->error ? f->error : "");
+                 utf8_cut(f->error ? f->error : "", ERROR_QUOTE_MAX),
+                 f->error ? f->error : "");
     }
     buf_putc(&b, '\n');
   }

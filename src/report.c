@@ -300,7 +300,7 @@ static void summary(struct buf *o, enum report_format f, const json_t *run,
   if (best) {
     snprintf(v, sizeof v,
              "#%.0f (island %.0f, generation %.0f, %s), "
-             "score %.4g",
+             "score %.4g (= 1000 / geomean median ms)",
              num(best, "id"), num(best, "island"), num(best, "generation"),
              str(best, "edit_kind"), num(best, "score"));
     row(o, f, "best program", v);

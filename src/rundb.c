@@ -17,6 +17,8 @@
 #define CODE_CAP  (2u * 1024 * 1024)
 #define DIFF_CAP  (1u * 1024 * 1024)
 #define ERROR_CAP 300 /* the one-line error of a summary */
+#define PLOT_CAP                                                              \
+  200 /* the short labels of a plot point (a cap of 0 cuts all) */
 
 struct rundb {
   sqlite3 *db;
@@ -519,7 +521,7 @@ json_t *rundb_plot(struct rundb *db, struct err *e)
                  " score, speedup, median_ms, created_at, finished_at FROM"
                  " programs WHERE run_id=?1 AND status IN"
                  " ('ok','failed','rejected') ORDER BY id",
-                 0, 0, e);
+                 0, PLOT_CAP, e);
   if (!x)
     goto fail;
   json_object_set_new(plot, "points", x);
@@ -533,7 +535,7 @@ json_t *rundb_plot(struct rundb *db, struct err *e)
              " run_id=?1 AND status IN ('ok','failed','rejected') AND %s"
              " IS NOT NULL GROUP BY %s ORDER BY %s",
              dims[i], dims[i], dims[i], dims[i]);
-    x = query_rows(db, sql, 0, 200, e);
+    x = query_rows(db, sql, 0, PLOT_CAP, e);
     if (!x)
       goto fail;
     json_object_set_new(by, dims[i], x);
@@ -548,7 +550,7 @@ json_t *rundb_plot(struct rundb *db, struct err *e)
                  " ('ok','failed','rejected') AND j.key IS NOT NULL AND"
                  " j.type IN ('text','integer','real') GROUP BY j.key,"
                  " j.value ORDER BY j.key, j.value",
-                 0, 200, e);
+                 0, PLOT_CAP, e);
   if (!x)
     goto fail;
   {
@@ -576,7 +578,7 @@ json_t *rundb_plot(struct rundb *db, struct err *e)
                  " AS cost_usd, sum(coalesce(cost_usd,0)) OVER (ORDER BY"
                  " created_at, id) AS cum_usd FROM llm_calls WHERE"
                  " run_id=?1 ORDER BY created_at, id",
-                 0, 0, e);
+                 0, PLOT_CAP, e);
   if (!x)
     goto fail;
   json_object_set_new(plot, "cost", x);

@@ -87,6 +87,12 @@ long long search_record(void *ud, const struct llm_record *rec)
     c.id = 0;
   }
   s->run.spent_usd += rec->cost_usd;
+  s->llm_calls++;
+  if (rec->outcome && !strcmp(rec->outcome, "ok"))
+    s->llm_ok++;
+  else
+    snprintf(s->llm_last_error, sizeof(s->llm_last_error), "%s: %.180s",
+             rec->outcome ? rec->outcome : "?", rec->error ? rec->error : "");
   pthread_mutex_unlock(&s->mu);
   return (long long)c.id;
 }

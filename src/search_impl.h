@@ -67,6 +67,10 @@ struct evolve {
   int seq_pos;        /* next entry of o.seq */
   char *confirm_text; /* the confirmation's lines for the summary */
   int n_noisy;        /* measurements repeated because they were noisy */
+  /* LLM calls this session sent, those that succeeded, the last failure */
+  int llm_calls, llm_ok;
+  int already_done; /* --resume of a run that had finished: nothing run */
+  char llm_last_error[200];
 };
 
 /* search.c */

@@ -748,11 +748,11 @@ int cmd_transform(struct cmd_ctx *ctx, int argc, char **argv)
                                             : "WORKLOAD missing");
   o.workload_dir = argv[optind];
   if (transform_run(ctx->cfg, &o, &r, &e)) {
-    log_error("transform: %s", e.msg);
+    cmd_error(ctx, "%s", e.msg);
     return CMD_FAIL;
   }
   if (!r.ok) {
-    log_error("transform: no seed: %s (prompts, answers and verdicts in "
+    cmd_error(ctx, "no seed: %s (prompts, answers and verdicts in "
               "%s)",
               r.error, r.work_dir);
     return CMD_FAIL;

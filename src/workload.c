@@ -199,10 +199,21 @@ int workload_resolve_sizes(const struct workload *w, const char *list,
       break;
     if (len) {
       const struct workload_size *s = workload_find_size(w, tok);
-      if (!s)
+      if (!s) {
+        char names[160];
+        size_t k = 0;
+        int i;
+        names[0] = '\0';
+        for (i = 0; i < w->nsizes && k < sizeof(names); i++)
+          k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s",
+                                i ? ", " : "", w->sizes[i].name);
+        if (k >= sizeof(names))
+          snprintf(names + sizeof(names) - 5, 5, "...");
         return err_set(e, ERR_USAGE,
-                       "--sizes: '%s' is neither a size of %s nor K=V", tok,
-                       w->name);
+                       "--sizes: '%s' is neither a size of %s (%s) nor a "
+                       "shape K=V,...",
+                       tok, w->name, names);
+      }
       if (*n >= max)
         return err_set(e, ERR_TOOBIG, "--sizes: more than %d sizes", max);
       out[(*n)++] = *s;
@@ -376,6 +387,11 @@ static int load_workload_key(struct workload *w, const struct config_entry *en,
                        en->origin, tok[i]);
       snprintf(w->forbid[w->nforbid++], WORKLOAD_NAME, "%s", tok[i]);
     }
+  } else if (!strcmp(k, "needs_gpu")) {
+    if (strcmp(v, "yes") && strcmp(v, "no"))
+      return err_set(e, ERR_CONFIG, "%s: needs_gpu: '%s' is not yes or no",
+                     en->origin, v);
+    w->host_only = !strcmp(v, "no");
   } else {
     return err_set(e, ERR_CONFIG, "%s: unknown key '%s' in [workload]",
                    en->origin, k);

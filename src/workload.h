@@ -82,6 +82,9 @@ struct workload {
    * that would hand it the answer); candidate_check_names */
   int nforbid;
   char forbid[WORKLOAD_MAX_FORBID][WORKLOAD_NAME];
+  /* [workload] needs_gpu = no: a runtime workload whose harness runs on
+   * the host (test fixtures); eval and evolve then run it without a GPU */
+  int host_only;
   int nsizes;
   struct workload_size sizes[WORKLOAD_MAX_SIZES];
   int nverify, nbench;

@@ -2,43 +2,117 @@
 # Run every test that needs no GPU and end with "N passed, N failed".
 # Unit tests (cmocka) and CLI scripts all speak TAP; a test program that
 # crashes or prints no result counts as one failure.
+#
+# Tests run in parallel: TEST_JOBS, else make's -jN (MAKEFLAGS), else one
+# per CPU.  A line per test as it ends ([done/total], result, seconds), the
+# slowest tests and the failures again at the end.  Each test's own output
+# is in $BUILD/test-logs/NAME.log; the times of the last run order the next
+# one (longest first, so the long tests do not start last).
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export CUCO_ROOT="$ROOT" CUCO_BIN="$ROOT/$BUILD/cuco" BUILD
 export CMOCKA_MESSAGE_OUTPUT=TAP
-pass=0 fail=0
-failed_names=()
 LOGDIR="$ROOT/$BUILD/test-logs"
 mkdir -p "$LOGDIR"
 
-count() { # name, logfile, exit status
-  local name=$1 log=$2 rc=$3 p f
+jobs=${TEST_JOBS:-}
+if [ -z "$jobs" ]; then
+  for w in ${MAKEFLAGS:-}; do
+    case $w in
+    -j[0-9]*) jobs=${w#-j} ;;
+    --jobs=[0-9]*) jobs=${w#--jobs=} ;;
+    esac
+  done
+fi
+case $jobs in '' | *[!0-9]* | 0) jobs=$(nproc 2>/dev/null || echo 2) ;; esac
+
+# Tests that read what another one writes run after it: t1201 links the
+# objects t0601 compiles into $BUILD/cuda.
+declare -A after=([t1201-harden]=t0601-cuda-compile)
+
+declare -A cmd limit prev
+names=()
+for t in "$ROOT/$BUILD"/tests/test_*; do
+  [ -x "$t" ] || continue
+  n=$(basename "$t"); names+=("$n"); cmd[$n]=$t; limit[$n]=600
+done
+for t in "$ROOT"/tests/cli/t[0-9]*.sh; do
+  [ -f "$t" ] || continue
+  n=$(basename "$t" .sh); names+=("$n"); cmd[$n]="bash $t"; limit[$n]=1800
+done
+# TEST_FILTER=REGEX runs only the tests whose names match
+if [ -n "${TEST_FILTER:-}" ]; then
+  mapfile -t names < <(printf '%s\n' "${names[@]}" | grep -E -- "$TEST_FILTER")
+fi
+if [ -f "$LOGDIR/times.txt" ]; then
+  while read -r s n; do prev[$n]=$s; done <"$LOGDIR/times.txt"
+fi
+# longest first by the last run's times (unknown ones first of all)
+mapfile -t names < <(for n in "${names[@]}"; do
+  printf '%s %s\n' "${prev[$n]:-100000}" "$n"; done | sort -k1,1nr -k2 | cut -d' ' -f2)
+
+total=${#names[@]} done_n=0 pass=0 fail=0
+failed_names=()
+declare -A pid_of state took
+echo "running $total tests, $jobs at a time (logs: $LOGDIR)"
+
+run_one() { # name: the test, its log, then NAME.rc = "STATUS SECONDS"
+  local n=$1 t0=$EPOCHREALTIME rc
+  # shellcheck disable=SC2086
+  (cd "$ROOT" && exec timeout "${limit[$n]}" ${cmd[$n]}) >"$LOGDIR/$n.log" 2>&1
+  rc=$?
+  awk -v rc="$rc" -v a="$t0" -v b="$EPOCHREALTIME" \
+    'BEGIN { printf "%d %.2f\n", rc, b - a }' >"$LOGDIR/$n.rc"
+}
+
+finish() { # name: count its TAP lines and print its line
+  local n=$1 log=$LOGDIR/$1.log rc s p f
+  read -r rc s <"$LOGDIR/$n.rc"
   p=$(grep -cE '^ok ' "$log")
   f=$(grep -cE '^not ok ' "$log")
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-  pass=$((pass + p)); fail=$((fail + f))
+  pass=$((pass + p)); fail=$((fail + f)); done_n=$((done_n + 1))
+  took[$n]=$s; state[$n]=done
   if [ "$f" -ne 0 ]; then
-    failed_names+=("$name")
-    echo "FAIL $name (log: $log)"
+    failed_names+=("$n")
+    printf '[%d/%d] FAIL %s (%d passed, %d failed) %.1f s (log: %s)\n' \
+      "$done_n" "$total" "$n" "$p" "$f" "$s" "$log"
     grep -E '^not ok |^# ' "$log" | head -20
   else
-    echo "ok   $name ($p)"
+    printf '[%d/%d] ok   %s (%d) %.1f s\n' "$done_n" "$total" "$n" "$p" "$s"
   fi
 }
 
-for t in "$ROOT/$BUILD"/tests/test_*; do
-  [ -x "$t" ] || continue
-  n=$(basename "$t"); log="$LOGDIR/$n.log"
-  (cd "$ROOT" && timeout 600 "$t") >"$log" 2>&1; rc=$?
-  count "$n" "$log" $rc
+ready() { # name: not started and what it waits for has ended
+  local d=${after[$1]:-}
+  [ -z "${state[$1]:-}" ] && { [ -z "$d" ] || [ -z "${cmd[$d]:-}" ] ||
+    [ "${state[$d]:-}" = done ]; }
+}
+
+running=0
+while [ "$done_n" -lt "$total" ]; do
+  for n in "${names[@]}"; do
+    [ "$running" -lt "$jobs" ] || break
+    ready "$n" || continue
+    run_one "$n" &
+    pid_of[$!]=$n; state[$n]=running; running=$((running + 1))
+  done
+  wait -n -p pid "${!pid_of[@]}"
+  n=${pid_of[$pid]:-}
+  [ -n "$n" ] || continue
+  unset "pid_of[$pid]"; running=$((running - 1))
+  finish "$n"
 done
-for t in "$ROOT"/tests/cli/t[0-9]*.sh; do
-  [ -f "$t" ] || continue
-  n=$(basename "$t" .sh); log="$LOGDIR/$n.log"
-  (cd "$ROOT" && timeout 1800 bash "$t") >"$log" 2>&1; rc=$?
-  count "$n" "$log" $rc
-done
+
+{
+  for n in "${names[@]}"; do printf '%s %s\n' "${took[$n]}" "$n"; done
+  # keep the times of the tests a filtered run left out
+  for n in "${!prev[@]}"; do [ -n "${took[$n]:-}" ] || printf '%s %s\n' "${prev[$n]}" "$n"; done
+} | sort -k1,1nr >"$LOGDIR/times.txt.new" && mv "$LOGDIR/times.txt.new" "$LOGDIR/times.txt"
+echo "slowest:"
+for n in "${names[@]}"; do printf '%s %s\n' "${took[$n]}" "$n"; done |
+  sort -k1,1nr | head -8 | while read -r s n; do printf '  %7.1f s  %s\n' "$s" "$n"; done
 # the failures again at the end: CI shows the tail of this output
 for n in "${failed_names[@]}"; do
   echo "failed: $n"

@@ -94,6 +94,16 @@ function renderSummary(run) {
     `${c.pending || 0} pending) · best #${run.best_program_id ?? '-'} · ` +
     `LLM ${run.llm || 'none'}: ${l.calls || 0} calls, $${(l.cost_usd || 0).toFixed(4)} · wall ${wall}`;
   $('bar').textContent = barText(run.baseline);
+  // a finished run is not "live": say what it is
+  const live = $('live');
+  if (run.finished_at) {
+    live.textContent = run.status || 'finished';
+    live.classList.add('finished');
+    live.title = 'the run has ended; the page shows its final state';
+  } else {
+    live.textContent = 'live';
+    live.classList.remove('finished');
+  }
   const sel = $('f-island');
   for (const i of run.islands || []) {
     if (![...sel.options].some((o) => o.value === String(i)))
@@ -168,7 +178,7 @@ function ticks(lo, hi, integers) {
 function renderPlot() {
   const pts = [...state.programs.values()].filter((p) => FINISHED.has(p.status))
     .sort((a, b) => a.id - b.id);
-  const W = 640, H = 300, L = 60, T = 16, PW = 560, PH = 220;
+  const W = 640, H = 340, L = 60, T = 16, PW = 560, PH = 220;
   const svg = sv('svg', { width: W, height: H, id: 'plot-svg', role: 'img',
     'aria-label': 'score over candidates' });
   if (!pts.length) { $('plot').replaceChildren(el('p', { class: 'note' }, 'No evaluated candidate yet.')); return; }
@@ -191,9 +201,20 @@ function renderPlot() {
     tx.textContent = String(v);
     svg.appendChild(tx);
   }
-  const lab = sv('text', { x: L - 6, y: T + PH + 40, 'text-anchor': 'end', class: 'tick' });
-  lab.textContent = 'failed';
-  svg.appendChild(lab);
+  // the failed lane only when there are failures
+  if (pts.some((p) => typeof p.score !== 'number')) {
+    const lab = sv('text', { x: L - 6, y: T + PH + 40, 'text-anchor': 'end', class: 'tick' });
+    lab.textContent = 'failed';
+    svg.appendChild(lab);
+  }
+  const xt = sv('text', { x: L + PW / 2, y: T + PH + 62, 'text-anchor': 'middle',
+    class: 'axis-title', id: 'plot-x-title' });
+  xt.textContent = 'candidate id (order of creation)';
+  svg.appendChild(xt);
+  const yt = sv('text', { x: 14, y: T + PH / 2, 'text-anchor': 'middle', class: 'axis-title',
+    id: 'plot-y-title', transform: `rotate(-90 14 ${T + PH / 2})` });
+  yt.textContent = 'score = 1000 / median ms (higher is faster)';
+  svg.appendChild(yt);
   const g = sv('g', { class: 'points' });
   for (const p of pts) {
     const ok = typeof p.score === 'number';
@@ -207,7 +228,24 @@ function renderPlot() {
     g.appendChild(c);
   }
   svg.appendChild(g);
-  $('plot').replaceChildren(svg);
+  // island legend: one swatch per island present
+  const islands = [...new Set(pts.map((p) => p.island))].sort((a, b) => a - b);
+  const leg = el('div', { class: 'legend', id: 'plot-legend' });
+  for (const i of islands) {
+    const item = el('span', { class: 'legend-item' });
+    const sw = el('span', { class: 'swatch' });
+    sw.style.background = colour(i);
+    item.append(sw, 'island ' + i);
+    leg.appendChild(item);
+  }
+  if (pts.some((p) => typeof p.score !== 'number')) {
+    const item = el('span', { class: 'legend-item' });
+    const sw = el('span', { class: 'swatch' });
+    sw.style.background = '#d62728';
+    item.append(sw, 'failed / rejected (no score)');
+    leg.appendChild(item);
+  }
+  $('plot').replaceChildren(svg, leg);
 }
 
 // Best and mean score per directive value, from /api/plot.

@@ -77,6 +77,9 @@ async function live(db, donefile) {
     const okNodes = await page.locator('#tree .node.running, #tree .node.pending').count();
     check('finished candidates are no longer drawn as running', okNodes === unfinished, `${okNodes} vs ${unfinished}`);
     check('... without a reload', await page.evaluate(() => window.__noReload === 1));
+    await page.waitForFunction(() => document.getElementById('live').textContent !== 'live', null, { timeout: 10000 }).catch(() => {});
+    check('once the search ended the page no longer says live',
+      (await page.locator('#live').textContent()).trim() !== 'live', await page.locator('#live').textContent());
     check('the live page logged no console error', errors.length === 0, errors.join('\n'));
     await page.screenshot({ path: path.join(ART, 'main-live.png') });
   } finally {
@@ -130,6 +133,26 @@ async function main() {
     check('the tree nodes are exactly the database ids', JSON.stringify(ids) === JSON.stringify(dbIds));
     const pts = await page.locator('#plot .pt').count();
     check(`the plot has one point per evaluated candidate (${pts} of ${evaluated})`, pts === evaluated && evaluated > 0);
+
+    // What a screenshot would show: the plot's axis titles and its island
+    // legend are there and visible, every panel has content, and a finished
+    // run does not claim to be live.
+    for (const sel of ['#plot-x-title', '#plot-y-title', '#plot-legend'])
+      check(`the score plot shows ${sel}`, await page.locator(sel).isVisible());
+    const nisl = sql(db, 'SELECT count(DISTINCT island) FROM programs WHERE run_id=(SELECT max(id) FROM runs) AND status IN (\'ok\',\'failed\',\'rejected\')')[0][0];
+    const legend = await page.locator('#plot-legend .legend-item').allTextContents();
+    check(`the legend names every island (${legend.join(', ')})`,
+      legend.filter((t) => t.startsWith('island ')).length === nisl, `${nisl} islands`);
+    for (const sel of ['#tree', '#plot', '#bydir', '#summary']) {
+      const box = await page.locator(sel).boundingBox();
+      const text = ((await page.locator(sel).textContent()) || '').trim();
+      const inner = await page.locator(`${sel} svg, ${sel} p`).count();
+      check(`panel ${sel} is not empty`, box && box.width > 50 && box.height > 10 && (text.length > 0 || inner > 0),
+        JSON.stringify(box));
+    }
+    const fin = sql(db, 'SELECT finished_at IS NOT NULL FROM runs WHERE id=(SELECT max(id) FROM runs)')[0][0];
+    const liveText = (await page.locator('#live').textContent()).trim();
+    check(`the run's state is shown (${liveText})`, fin ? liveText !== 'live' : liveText === 'live');
 
     const bars = await page.locator('#bydir-svg .bar').count();
     const nok = sql(db, "SELECT count(*) FROM programs WHERE status='ok' AND run_id=(SELECT max(id) FROM runs)")[0][0];

@@ -56,4 +56,15 @@ expect_grep "resume says what it picked up" "$TMP/resume.out" \
 [ "$(q "select status from runs")" = done ] && ok "run status done" ||
   not_ok "run status done" "$(q 'select status from runs')"
 expect_grep "summary after resume" "$TMP/resume.out" "^candidates: 17 \(17 correct"
+
+# resuming the finished run: says so, runs nothing, and its wall time is
+# the run's (started_at to finished_at, what the report shows), not 0.0 s
+before=$(q "select count(*) from programs")
+expect_rc "--resume of a finished run exits 0" 0 "$CUCO" evolve "$WL" --llm none \
+  --generations 8 --islands 2 --seed 3 --out "$OUT" --resume
+expect_grep "it says the run had already finished" "$TMP/out" "^== cuco evolve landscape: already finished, nothing to resume ==$"
+[ "$(q "select count(*) from programs")" = "$before" ] && ok "nothing was added" || not_ok "nothing was added" "$(q "select count(*) from programs") rows"
+want=$(q "select printf('%.1f s', finished_at - started_at) from runs")
+expect_grep "the wall time is the run's ($want)" "$TMP/out" "; wall $want$"
+expect_no_grep "not 0.0 s" "$TMP/out" "wall 0\.0 s"
 done_testing

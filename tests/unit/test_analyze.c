@@ -213,6 +213,19 @@ static void test_workload_baselines(void **state)
   assert_string_equal(o->via, "RT_NCCL");
   assert_int_equal(o->group, 0);
   assert_true(has_flow(r, "u->Ag", "ncclAllGather", "wl_gemm_run"));
+  /* the GEMM's buffers are A, B, C: not the runtime context, the stream,
+   * the cuBLASLt handle or the address of the host-side plan */
+  o = op_named(r, "wl_gemm_run", 0);
+  assert_non_null(o);
+  assert_int_equal(o->nreads, 3);
+  assert_int_equal(o->nwrites, 3);
+  for (i = 0; i < (size_t)o->nreads; i++) {
+    assert_string_not_equal(o->reads[i], "ctx");
+    assert_string_not_equal(o->reads[i], "st");
+    assert_string_not_equal(o->reads[i], "u->lt");
+    assert_string_not_equal(o->writes[i], "st");
+  }
+  assert_string_equal(o->reads[0], "u->Ag");
   analyze_report_free(r);
 
   /* chunked all-gathers on a side stream; GEMMs read through aliases */

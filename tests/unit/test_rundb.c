@@ -230,7 +230,7 @@ static void test_plot(void **state)
 {
   struct err e = {0, ""};
   struct rundb *db = rundb_open(path, &e);
-  json_t *p, *pl;
+  json_t *p, *pl, *pt;
   (void)state;
   p = rundb_plot(db, &e);
   assert_non_null(p);
@@ -239,6 +239,19 @@ static void test_plot(void **state)
   pl = json_object_get(json_object_get(p, "by_directive"), "placement");
   assert_int_equal(json_array_size(pl), 3);
   assert_int_equal(json_array_size(json_object_get(p, "cost")), 1);
+  /* Text fields come back whole (they were once "\n[... cut at 0 bytes]"). */
+  pt = json_array_get(json_object_get(p, "points"), 0);
+  assert_string_equal(json_string_value(json_object_get(pt, "edit_kind")),
+                      "seed");
+  assert_string_equal(json_string_value(json_object_get(pt, "status")), "ok");
+  assert_string_equal(json_string_value(json_object_get(pt, "stage")), "done");
+  assert_string_equal(
+      json_string_value(json_object_get(json_array_get(pl, 0), "value")),
+      "deferred");
+  assert_string_equal(
+      json_string_value(json_object_get(
+          json_array_get(json_object_get(p, "cost"), 0), "purpose")),
+      "mutate");
   json_decref(p);
   rundb_close(db);
 }
