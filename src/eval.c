@@ -365,7 +365,10 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   lo.result_path = resp;
   lo.lib_dirs = x->lib_dirs;
   lo.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
+  lo.launcher = o->launcher;
   rc = launch_run(&lo, &lr, e);
+  if (lr.interrupted)
+    r->interrupted = 1;
   if (lr.log) {
     char head[160];
     snprintf(head, sizeof(head), "=== %s %s (%s) ===\n", mode, s->name,

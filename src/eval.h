@@ -26,6 +26,7 @@
 
 struct workload;
 struct toolchain;
+struct launcher;
 
 enum eval_stage {
   EVAL_STAGE_STATIC = 0,
@@ -76,6 +77,9 @@ struct eval_opts {
   double build_timeout_s;     /* 0 = 300 */
   double run_timeout_s;       /* per binary run; 0 = 120 */
   unsigned long seed;         /* input seed; 0 = 1234 */
+  const struct launcher *launcher; /* NULL or local: ranks are our
+                                      children; else mpirun/srun
+                                      (launcher.h), freeform runs too */
   eval_progress_fn progress;
   void *progress_ud;
 };
@@ -99,6 +103,8 @@ struct eval_result {
   double score;          /* 1000 / median_ms: higher is better */
   double build_s, verify_s, bench_s; /* wall time per stage */
   int protocol_test; /* vranks run: times are not performance */
+  int interrupted;   /* a run was killed while cuco was stopping (e.g. its
+                        Slurm allocation ended): no verdict on the code */
 };
 
 /* Evaluate `code` (the whole source of one implementation) through the

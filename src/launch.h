@@ -16,6 +16,8 @@
 
 #include "err.h"
 
+struct launcher;
+
 #define LAUNCH_MAX_RANKS  64
 #define LAUNCH_RESULT_MAX (8u * 1024u * 1024u) /* RESULT.json cap */
 #define LAUNCH_LOG_MAX    (64u * 1024u)
@@ -32,6 +34,8 @@ struct launch_opts {
   const char *lib_dirs;    /* "A:B" put first in LD_LIBRARY_PATH */
   double timeout_s;        /* whole run; <= 0: 120 */
   double fail_grace_s;     /* after a rank fails; <= 0: 5 */
+  const struct launcher *launcher; /* NULL or local: the ranks are our
+                                      children; mpirun/srun: launch_ext.c */
 };
 
 struct launch_result {
@@ -46,6 +50,8 @@ struct launch_result {
   json_t *result;         /* RESULT.json when present and valid, else NULL */
   char result_error[256]; /* why result is NULL ("" if it is not) */
   double wall_s;
+  int interrupted;        /* mpirun/srun: killed while cuco was stopping
+                             (an allocation that ended): no verdict */
 };
 
 /* Run the ranks.  0 when they ran (whatever happened: see *r); negative
@@ -55,6 +61,12 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
                struct err *e) WARN_UNUSED;
 
 void launch_result_release(struct launch_result *r);
+
+/* launch_run() through mpirun or srun (launch_ext.c): one launcher process,
+ * ranks from its variables, the id file in work_dir (a folder every node
+ * must see).  Same contract as launch_run(). */
+int launch_run_ext(const struct launch_opts *o, struct launch_result *r,
+                   struct err *e) WARN_UNUSED;
 
 /* Read and validate a RESULT.json (contracts §4): at most
  * LAUNCH_RESULT_MAX bytes, an object with schema 1, a status of ok |
