@@ -566,7 +566,7 @@ static void remove_files(const struct launcher_run_opts *o, int secrets)
   }
 }
 
-/* The last non-empty line of a log that is not srun's own chatter. */
+/* The last non-empty line of a log that is not srun's -v chatter. */
 static void last_line(const char *t, char *out, size_t n)
 {
   const char *end = t + strlen(t), *b;
@@ -578,7 +578,8 @@ static void last_line(const char *t, char *out, size_t n)
     b = end;
     while (b > t && b[-1] != '\n')
       b--;
-    if (end > b && strncmp(b, "srun: ", 6)) {
+    if (end > b && (strncmp(b, "srun: ", 6) || !strncmp(b, "srun: error", 11) ||
+                    !strncmp(b, "srun: fatal", 11))) {
       snprintf(out, n, "%.*s", (int)(end - b > 300 ? 300 : end - b), b);
       return;
     }
