@@ -855,6 +855,7 @@ int cmd_evolve(struct cmd_ctx *ctx, int argc, char **argv)
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL); /* salloc's answer to an ended allocation */
   if (evolve_main(s, ctx, &e)) {
     fprintf(stderr, "cuco evolve: %s\n", e.msg);
     if (s->db && s->run.id)

@@ -587,6 +587,22 @@ static void last_line(const char *t, char *out, size_t n)
   }
 }
 
+/* srun's words for a step that could not start because the job (the
+ * allocation cuco runs in) has ended. */
+static int allocation_gone(const char *t)
+{
+  static const char *const pat[] = {
+      "has expired", "Job/step already completing or completed",
+      "Invalid job id specified", "Job has been cancelled",
+      "Unable to confirm allocation", NULL};
+  int i;
+
+  for (i = 0; pat[i]; i++)
+    if (strstr(t, pat[i]))
+      return 1;
+  return 0;
+}
+
 static void describe_end(const struct launcher_run_opts *o, struct job *j,
                          struct launcher_result *r)
 {
@@ -612,6 +628,15 @@ static void describe_end(const struct launcher_run_opts *o, struct job *j,
   }
   if (r->timed_out)
     return;
+  if (!r->all_ok && o->l->kind == LAUNCHER_SRUN && allocation_gone(errt)) {
+    const char *job = getenv("SLURM_JOB_ID");
+    r->job_ended = 1;
+    last_line(errt, tail, sizeof(tail));
+    snprintf(r->what, sizeof(r->what),
+             "slurm job %s ended: the allocation is gone (%s)",
+             job ? job : "?", tail);
+    return;
+  }
   if (r->all_ok) {
     snprintf(r->what, sizeof(r->what), "all %d ranks exited 0 (%s%s%s)",
              o->nranks, launcher_name(o->l->kind),
@@ -736,7 +761,8 @@ int launcher_run(const struct launcher_run_opts *o, struct launcher_result *r,
   if (j.res.outcome == PROC_EXITED)
     r->exit_code = j.res.exit_code;
   describe_end(o, &j, r);
-  if (o->l->stop && *o->l->stop && !r->all_ok)
+  /* cuco is stopping, or the allocation itself ended: not the code's fault */
+  if ((o->l->stop && *o->l->stop && !r->all_ok) || r->job_ended)
     r->interrupted = 1;
   (void)buf_append(&r->out, j.res.out.data ? j.res.out.data : "",
                    j.res.out.len);

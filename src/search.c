@@ -412,6 +412,9 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
   if (!rc && r.interrupted) {
     /* its run was killed because cuco is stopping (an allocation that
      * ended): no verdict; the row stays 'running' for --resume */
+    log_warn("evolve: #%lld not judged (%s); stopping: --resume continues "
+             "the run",
+             (long long)id, r.error);
     eval_result_release(&r);
     search_interrupted = 1;
     return 0;
