@@ -50,6 +50,12 @@ if ! slurm_start "$TMP/slurm"; then
   exit
 fi
 ok "a one-node Slurm cluster started (slurmctld, slurmd, munged)"
+expect_rc "cuco doctor inside salloc" 0 $T 60 salloc -n2 "$CUCO" doctor
+expect_grep "... finds the launchers with versions" "$TMP/out" "^launch: mpirun .*\(mpirun \(Open MPI\) .*srun /.*\(slurm"
+expect_grep "... and says it is inside an allocation with 2 slots" "$TMP/out" \
+  "^slurm:  inside allocation [0-9]+: nodes .*, tasks 2, GPUs none; executor slurm would use 2 slots"
+expect_rc "cuco doctor --json outside one" 0 "$CUCO" doctor --json
+expect_grep "... says there is none" "$TMP/out" '"allocation": null'
 expect_rc "two ranks through srun" 0 $T 120 "$CUCO" eval "$WL" --launcher srun --out "$TMP/s1"
 expect_grep "rank 0 saw both ranks through Slurm's variables" "$TMP/s1/rank_check/run.log" \
   '"ok": true, "ranks": 2, "launcher": "slurm", "bad": 0'
