@@ -126,11 +126,15 @@ static json_t *probe_mpi(void)
 {
   static const char *const names[] = {"mpirun", "srun", "sbatch", "salloc"};
   static const char *const alloc_env[][2] = {
-      {"job_id", "SLURM_JOB_ID"},           {"nodelist", "SLURM_JOB_NODELIST"},
-      {"nodes", "SLURM_JOB_NUM_NODES"},     {"ntasks", "SLURM_NTASKS"},
+      {"job_id", "SLURM_JOB_ID"},
+      {"nodelist", "SLURM_JOB_NODELIST"},
+      {"nodes", "SLURM_JOB_NUM_NODES"},
+      {"ntasks", "SLURM_NTASKS"},
       {"cpus_per_node", "SLURM_JOB_CPUS_PER_NODE"},
-      {"gpus", "SLURM_GPUS"},               {"gpus_on_node", "SLURM_GPUS_ON_NODE"},
-      {"job_gpus", "SLURM_JOB_GPUS"},       {"partition", "SLURM_JOB_PARTITION"}};
+      {"gpus", "SLURM_GPUS"},
+      {"gpus_on_node", "SLURM_GPUS_ON_NODE"},
+      {"job_gpus", "SLURM_JOB_GPUS"},
+      {"partition", "SLURM_JOB_PARTITION"}};
   json_t *o = json_object(), *ver = json_object(), *al;
   char cand[1024];
   size_t i;
@@ -242,7 +246,7 @@ static void print_launchers(json_t *m)
     const char *ver = json_string_value(json_object_get(v, names[i]));
     printf("%s%s %s%s%s%s", i ? ", " : "", names[i], p ? p : "not found",
            ver ? " (" : "", ver ? ver : "",
-           ver                  ? ")"
+           ver                              ? ")"
            : p && !strcmp(names[i], "srun") ? " (no Slurm configuration "
                                               "reachable)"
                                             : "");
@@ -258,7 +262,7 @@ static void print_launchers(json_t *m)
            json_is_true(json_object_get(al, "has_gpus")) ? "yes" : "none",
            json_integer_value(json_object_get(al, "slots_of_one")),
            json_integer_value(json_object_get(al, "slots_of_one")) == 1 ? ""
-                                                                      : "s");
+                                                                        : "s");
   else
     printf("slurm:  not inside an allocation (salloc/sbatch set "
            "SLURM_JOB_ID); --launcher srun would make its own job\n");

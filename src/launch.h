@@ -50,8 +50,8 @@ struct launch_result {
   json_t *result;         /* RESULT.json when present and valid, else NULL */
   char result_error[256]; /* why result is NULL ("" if it is not) */
   double wall_s;
-  int interrupted;        /* mpirun/srun: killed while cuco was stopping
-                             (an allocation that ended): no verdict */
+  int interrupted; /* mpirun/srun: killed while cuco was stopping
+                      (an allocation that ended): no verdict */
 };
 
 /* Run the ranks.  0 when they ran (whatever happened: see *r); negative

@@ -14,12 +14,12 @@
 #include "config.h"
 #include "proc.h"
 
-#define MAX_ARGS   256
-#define OUT_MAX    (1u << 20)
-#define ERR_MAX    (256u * 1024u)
-#define ENV_MAX    16
-#define RANKS_MAX  1024
-#define GRACE_S    10.0 /* after scancel, before we kill srun ourselves */
+#define MAX_ARGS  256
+#define OUT_MAX   (1u << 20)
+#define ERR_MAX   (256u * 1024u)
+#define ENV_MAX   16
+#define RANKS_MAX 1024
+#define GRACE_S   10.0 /* after scancel, before we kill srun ourselves */
 
 static const char *const default_tmpl[] = {
     "",
@@ -63,8 +63,10 @@ int launcher_config(const struct config *cfg, const char *cli,
     if (cli)
       return err_set(e, ERR_USAGE,
                      "--launcher: '%s' is not local, mpirun or srun", cli);
-    return err_set(e, ERR_CONFIG, "%s: launcher '%s' is not local, mpirun "
-                   "or srun", en->origin, name);
+    return err_set(e, ERR_CONFIG,
+                   "%s: launcher '%s' is not local, mpirun "
+                   "or srun",
+                   en->origin, name);
   }
   l->kind = (enum launcher_kind)k;
   if (l->kind == LAUNCHER_LOCAL)
@@ -72,10 +74,9 @@ int launcher_config(const struct config *cfg, const char *cli,
   t = config_get(cfg, "launch", name, default_tmpl[k]);
   if (strlen(t) >= sizeof(l->tmpl) || !strstr(t, "{bin}")) {
     en = config_find(cfg, "launch", name);
-    return err_set(e, ERR_CONFIG, "%s: the %s template %s",
-                   en ? en->origin : "[launch]", name,
-                   strlen(t) >= sizeof(l->tmpl) ? "is too long"
-                                                : "has no {bin}");
+    return err_set(
+        e, ERR_CONFIG, "%s: the %s template %s", en ? en->origin : "[launch]",
+        name, strlen(t) >= sizeof(l->tmpl) ? "is too long" : "has no {bin}");
   }
   snprintf(l->tmpl, sizeof(l->tmpl), "%s", t);
   hf = getenv("CUCO_HOSTFILE");
@@ -117,8 +118,8 @@ static int push(char **argv, int *n, const char *s)
 
 /* A whole-token placeholder: 1 when tok (len) is one (argv extended), 0
  * when it is not, -1 on overflow. */
-static int list_token(const char *tok, size_t len, const struct launcher_vars *v,
-                      char **argv, int *n)
+static int list_token(const char *tok, size_t len,
+                      const struct launcher_vars *v, char **argv, int *n)
 {
   char tmp[64];
   int i, rc = 0;
@@ -249,9 +250,8 @@ int launcher_find_cancel(const char *text, char *id, size_t idn, char *reason,
     size_t il;
     if (!end)
       return 0;
-    if ((strncmp(q, "STEP ", 5) && !isjob) ||
-        !(c = strstr(q, " CANCELLED")) || c > end ||
-        memchr(q, '\n', (size_t)(end - q))) {
+    if ((strncmp(q, "STEP ", 5) && !isjob) || !(c = strstr(q, " CANCELLED")) ||
+        c > end || memchr(q, '\n', (size_t)(end - q))) {
       p = q;
       continue;
     }
@@ -419,8 +419,9 @@ static void name_hang(const struct launcher_run_opts *o,
   if (!o->progress_prefix) {
     snprintf(r->what, sizeof(r->what),
              "hang: timed out after %.0f s (%s run of %d ranks%s%s)",
-             o->timeout_s > 0 ? o->timeout_s : 120.0, launcher_name(o->l->kind),
-             o->nranks, *r->step_id ? ", slurm step " : "", r->step_id);
+             o->timeout_s > 0 ? o->timeout_s : 120.0,
+             launcher_name(o->l->kind), o->nranks,
+             *r->step_id ? ", slurm step " : "", r->step_id);
     return;
   }
   for (i = 0; i < o->nranks && i < RANKS_MAX; i++) {
@@ -457,8 +458,8 @@ static void name_hang(const struct launcher_run_opts *o,
 static void find_step(const char *name, struct launcher_result *r)
 {
   const char *job = getenv("SLURM_JOB_ID");
-  const char *argv[] = {"squeue", "--steps", "--noheader",
-                        "--format=%i %j", NULL, NULL, NULL};
+  const char *argv[] = {"squeue", "--steps", "--noheader", "--format=%i %j",
+                        NULL,     NULL,      NULL};
   char jarg[64], *out, *line;
   int ok;
 
@@ -524,7 +525,8 @@ static void step_log(const struct launcher_run_opts *o,
   if (fd < 0)
     return;
   if (n > 0)
-    (void)!write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
+    (void)!write(fd, line,
+                 (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
   close(fd);
 }
 
@@ -538,8 +540,8 @@ static int write_secrets(const struct launcher_run_opts *o, struct err *e)
     snprintf(p, sizeof(p), "%s/.cuco-secret.rank%d", o->work_dir, i);
     unlink(p);
     fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 || write(fd, o->secret, o->secret_len) !=
-                      (ssize_t)o->secret_len) {
+    if (fd < 0 ||
+        write(fd, o->secret, o->secret_len) != (ssize_t)o->secret_len) {
       if (fd >= 0)
         close(fd);
       return err_set(e, ERR_IO, "secret file %s: %s", p, strerror(errno));
@@ -578,8 +580,9 @@ static void last_line(const char *t, char *out, size_t n)
     b = end;
     while (b > t && b[-1] != '\n')
       b--;
-    if (end > b && (strncmp(b, "srun: ", 6) || !strncmp(b, "srun: error", 11) ||
-                    !strncmp(b, "srun: fatal", 11))) {
+    if (end > b &&
+        (strncmp(b, "srun: ", 6) || !strncmp(b, "srun: error", 11) ||
+         !strncmp(b, "srun: fatal", 11))) {
       snprintf(out, n, "%.*s", (int)(end - b > 300 ? 300 : end - b), b);
       return;
     }
@@ -591,10 +594,12 @@ static void last_line(const char *t, char *out, size_t n)
  * allocation cuco runs in) has ended. */
 static int allocation_gone(const char *t)
 {
-  static const char *const pat[] = {
-      "has expired", "Job/step already completing or completed",
-      "Invalid job id specified", "Job has been cancelled",
-      "Unable to confirm allocation", NULL};
+  static const char *const pat[] = {"has expired",
+                                    "Job/step already completing or completed",
+                                    "Invalid job id specified",
+                                    "Job has been cancelled",
+                                    "Unable to confirm allocation",
+                                    NULL};
   int i;
 
   for (i = 0; pat[i]; i++)
@@ -645,9 +650,8 @@ static void describe_end(const struct launcher_run_opts *o, struct job *j,
   }
   last_line(errt, tail, sizeof(tail));
   snprintf(r->what, sizeof(r->what), "%s%s%s: %s%s%s",
-           launcher_name(o->l->kind), *r->step_id ? " step " : "",
-           r->step_id, proc_describe(&j->res, how, sizeof(how)),
-           *tail ? ": " : "", tail);
+           launcher_name(o->l->kind), *r->step_id ? " step " : "", r->step_id,
+           proc_describe(&j->res, how, sizeof(how)), *tail ? ": " : "", tail);
 }
 
 static char **make_env(const struct launcher_run_opts *o, const char **names,
@@ -683,8 +687,8 @@ int launcher_run(const struct launcher_run_opts *o, struct launcher_result *r,
   const char *names[ENV_MAX + 2];
   char nm[ENV_MAX + 2][64], name[64], secret_kv[1200];
   char **argv = NULL;
-  double timeout = o->timeout_s > 0 ? o->timeout_s : 120, t0, w0,
-         deadline, cancel_at = 0;
+  double timeout = o->timeout_s > 0 ? o->timeout_s : 120, t0, w0, deadline,
+         cancel_at = 0;
   int rc = 0;
 
   memset(r, 0, sizeof(*r));

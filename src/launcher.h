@@ -55,9 +55,9 @@ struct launcher {
   enum launcher_kind kind;
   char tmpl[LAUNCHER_TMPL_MAX]; /* the command template (not for local) */
   char hostfile[1024];          /* "" = none */
-  char step_log[1024];   /* append one line per run ("" = none): step id,
-                            label, start and end (epoch s), outcome */
-  int gpus_per_rank;     /* {gpus}: 0 = no GPU binding */
+  char step_log[1024];      /* append one line per run ("" = none): step id,
+                               label, start and end (epoch s), outcome */
+  int gpus_per_rank;        /* {gpus}: 0 = no GPU binding */
   const volatile int *stop; /* set by a signal handler: a run killed while
                                it is set is an interruption, not a verdict */
 };
@@ -122,15 +122,15 @@ struct launcher_run_opts {
   const char *label;            /* for the step log */
   const unsigned char *secret;  /* NULL = none */
   size_t secret_len;
-  double timeout_s;             /* <= 0: 120 */
+  double timeout_s; /* <= 0: 120 */
 };
 
 struct launcher_result {
-  int started;      /* the launcher process ran */
-  int all_ok;       /* it exited 0 */
-  int exit_code;    /* its exit status, -1 when killed */
-  int timed_out;    /* our deadline passed */
-  int hang_rank;    /* on timeout: the least advanced rank, -1 */
+  int started;   /* the launcher process ran */
+  int all_ok;    /* it exited 0 */
+  int exit_code; /* its exit status, -1 when killed */
+  int timed_out; /* our deadline passed */
+  int hang_rank; /* on timeout: the least advanced rank, -1 */
   char hang_stage[64];
   int cancelled;    /* Slurm cancelled the step (not our deadline) */
   int job_ended;    /* ... the whole job (allocation) */

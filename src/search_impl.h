@@ -63,8 +63,8 @@ struct evolve {
   int nslots;
   char gpus[EVOLVE_MAX_SLOTS][64];
   struct launcher launcher; /* how each run's ranks start */
-  int total; /* candidates planned: islands * generations */
-  int count; /* candidate rows this session finished */
+  int total;                /* candidates planned: islands * generations */
+  int count;                /* candidate rows this session finished */
   int n_ok, n_failed, n_rejected;
   int seq_pos; /* next entry of o.seq */
 };

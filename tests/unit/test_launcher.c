@@ -134,9 +134,8 @@ static void test_find_cancel(void **st)
                                         id, sizeof(id), why, sizeof(why),
                                         &job),
                    0);
-  assert_int_equal(launcher_find_cancel("", id, sizeof(id), why, sizeof(why),
-                                        &job),
-                   0);
+  assert_int_equal(
+      launcher_find_cancel("", id, sizeof(id), why, sizeof(why), &job), 0);
 }
 
 static void test_slots(void **st)
@@ -183,9 +182,8 @@ static void test_config(void **st)
   assert_int_equal(launcher_config(c, NULL, &l, &e), 0);
   assert_int_equal(l.kind, LAUNCHER_LOCAL);
   assert_int_equal(launcher_config(c, "pbs", &l, &e), ERR_USAGE);
-  assert_int_equal(config_load_string(c, "cuco.ini",
-                                      "[launch]\nlauncher = lsf\n", &e),
-                   0);
+  assert_int_equal(
+      config_load_string(c, "cuco.ini", "[launch]\nlauncher = lsf\n", &e), 0);
   assert_int_equal(launcher_config(c, NULL, &l, &e), ERR_CONFIG);
   assert_non_null(strstr(e.msg, "cuco.ini:2"));
   assert_int_equal(config_load_string(c, "b.ini",
@@ -195,9 +193,9 @@ static void test_config(void **st)
                    0);
   assert_int_equal(launcher_config(c, NULL, &l, &e), ERR_NOTFOUND);
   assert_non_null(strstr(e.msg, "no-such-mpirun-x"));
-  assert_int_equal(config_load_string(c, "c.ini",
-                                      "[launch]\nmpirun = mpirun -np 2\n", &e),
-                   0);
+  assert_int_equal(
+      config_load_string(c, "c.ini", "[launch]\nmpirun = mpirun -np 2\n", &e),
+      0);
   assert_int_equal(launcher_config(c, NULL, &l, &e), ERR_CONFIG);
   assert_non_null(strstr(e.msg, "no {bin}"));
   config_free(c);
@@ -261,9 +259,8 @@ static void test_run(void **st)
   snprintf(p, sizeof(p), "%s/.cuco-secret.rank0", dir);
   assert_int_not_equal(access(p, F_OK), 0); /* cuco removed what was left */
   /* a hang: rank 1 never starts; rank 0 is at init */
-  assert_int_equal(run_sh("echo init > x.rank0.progress; exec sleep 30", 1, 2,
-                          &r),
-                   0);
+  assert_int_equal(
+      run_sh("echo init > x.rank0.progress; exec sleep 30", 1, 2, &r), 0);
   assert_int_equal(r.timed_out, 1);
   assert_int_equal(r.hang_rank, 1);
   assert_non_null(strstr(r.what, "rank 1 did not finish (last stage 'none': "
@@ -271,10 +268,11 @@ static void test_run(void **st)
   assert_true(r.wall_s < 8);
   launcher_result_release(&r);
   /* slurmstepd's line: a named cancellation, not a bare exit code */
-  assert_int_equal(run_sh("echo 'slurmstepd: error: *** STEP 9.4 ON n CANCELLED "
-                          "AT T DUE TO PREEMPTION ***' >&2; exit 143",
-                          10, 1, &r),
-                   0);
+  assert_int_equal(
+      run_sh("echo 'slurmstepd: error: *** STEP 9.4 ON n CANCELLED "
+             "AT T DUE TO PREEMPTION ***' >&2; exit 143",
+             10, 1, &r),
+      0);
   assert_int_equal(r.cancelled, 1);
   assert_string_equal(r.what, "slurm step 9.4 cancelled: PREEMPTION");
   launcher_result_release(&r);
@@ -288,8 +286,8 @@ static void test_run(void **st)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_expand),      cmocka_unit_test(test_find_cancel),
-      cmocka_unit_test(test_slots),       cmocka_unit_test(test_config),
+      cmocka_unit_test(test_expand), cmocka_unit_test(test_find_cancel),
+      cmocka_unit_test(test_slots),  cmocka_unit_test(test_config),
       cmocka_unit_test(test_run),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
