@@ -47,41 +47,41 @@ typedef void (*eval_progress_fn)(void *ud, enum eval_stage stage, int ok,
                                  const char *verdict);
 
 struct eval_opts {
-  const struct workload *wl;       /* required */
-  const struct toolchain *tc;      /* required for runtime workloads */
-  const char *impl_name;           /* e.g. "seed.cu", "cand_17.cu": the file
-                                      name written in the work dir */
-  int device_candidate;            /* static checks (frozen text vs seed,
-                                      directives, no host collectives);
-                                      0 for baselines */
-  const char *seed_code;           /* frozen reference; NULL = read wl seed */
-  int ranks;                       /* 0 = the workload's smallest */
-  int vranks;                      /* > 0: virtual ranks in one process */
-  const char *sizes;               /* NULL = the workload's verify + bench
-                                      sets; else a --sizes LIST used for
-                                      both stages */
-  int static_only;                 /* stop after the static checks */
-  int compile_only;                /* stop after build (objects, no link) */
-  int skip_bench;                  /* stop after verify */
-  const char *work_dir;            /* where sources, binaries, results go;
-                                      NULL = a fresh temp dir removed after */
-  const char *cache_dir;           /* object cache; NULL = ~/.cache/cuco or
-                                      $CUCO_CACHE_DIR */
-  const char *runtime_dir;         /* runtime/ folder; NULL = found as
-                                      build_find_runtime() says */
-  const char *gpus;                /* "0,1": CUDA devices for the ranks;
-                                      NULL = 0..ranks-1 */
-  const json_t *machine;           /* doctor_probe() JSON, written to
-                                      MACHINE.json and passed via --machine;
-                                      borrowed, may be NULL */
-  double build_timeout_s;          /* 0 = 300 */
-  double run_timeout_s;            /* per binary run; 0 = 120 */
-  unsigned long seed;              /* input seed; 0 = 1234 */
-  const struct launcher *launcher; /* NULL or local: ranks are our
-                                      children; else mpirun/srun
-                                      (launcher.h), freeform runs too */
+  const struct workload *wl;  /* required */
+  const struct toolchain *tc; /* required for runtime workloads */
+  const char *impl_name;      /* e.g. "seed.cu", "cand_17.cu": the file
+                                 name written in the work dir */
+  int device_candidate;       /* static checks (frozen text vs seed,
+                                 directives, no host collectives);
+                                 0 for baselines */
+  const char *seed_code;      /* frozen reference; NULL = read wl seed */
+  int ranks;                  /* 0 = the workload's smallest */
+  int vranks;                 /* > 0: virtual ranks in one process */
+  const char *sizes;          /* NULL = the workload's verify + bench
+                                 sets; else a --sizes LIST used for
+                                 both stages */
+  int static_only;            /* stop after the static checks */
+  int compile_only;           /* stop after build (objects, no link) */
+  int skip_bench;             /* stop after verify */
+  const char *work_dir;       /* where sources, binaries, results go;
+                                 NULL = a fresh temp dir removed after */
+  const char *cache_dir;      /* object cache; NULL = ~/.cache/cuco or
+                                 $CUCO_CACHE_DIR */
+  const char *runtime_dir;    /* runtime/ folder; NULL = found as
+                                 build_find_runtime() says */
+  const char *gpus;           /* "0,1": CUDA devices for the ranks;
+                                 NULL = 0..ranks-1 */
+  const json_t *machine;      /* doctor_probe() JSON, written to
+                                 MACHINE.json and passed via --machine;
+                                 borrowed, may be NULL */
+  double build_timeout_s;     /* 0 = 300 */
+  double run_timeout_s;       /* per binary run; 0 = 120 */
+  unsigned long seed;         /* input seed; 0 = 1234 */
   eval_progress_fn progress;
   void *progress_ud;
+  /* NULL or local: ranks are our children; else mpirun/srun (launcher.h),
+   * freeform runs too */
+  const struct launcher *launcher;
 };
 
 #define EVAL_LOG_MAX (64u * 1024u)
@@ -103,8 +103,9 @@ struct eval_result {
   double score;          /* 1000 / median_ms: higher is better */
   double build_s, verify_s, bench_s; /* wall time per stage */
   int protocol_test; /* vranks run: times are not performance */
-  int interrupted;   /* a run was killed while cuco was stopping (e.g. its
-                        Slurm allocation ended): no verdict on the code */
+  /* a run was killed while cuco was stopping (e.g. its Slurm allocation
+   * ended): no verdict on the code */
+  int interrupted;
 };
 
 /* Evaluate `code` (the whole source of one implementation) through the
