@@ -148,7 +148,7 @@ static json_t *probe_mpi(void)
   }
   json_object_set_new(o, "versions", ver);
   if (getenv("SLURM_JOB_ID")) {
-    int gpus = 0, slots = launcher_slurm_slots(1, &gpus);
+    int gpus = 0, slots = launcher_slurm_slots(1, 1, &gpus);
     al = json_object();
     for (i = 0; i < sizeof(alloc_env) / sizeof(alloc_env[0]); i++) {
       const char *v = getenv(alloc_env[i][1]);

@@ -321,6 +321,8 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     fprintf(stderr, "cuco eval: %s\n", e.msg);
     goto out;
   }
+  /* {gpus}: under srun, Slurm binds one GPU to each rank of a GPU workload */
+  lau.gpus_per_rank = w->kind == WORKLOAD_RUNTIME;
   o.launcher = &lau;
   o.wl = w;
   o.progress = on_progress;

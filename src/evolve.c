@@ -537,20 +537,23 @@ static int prepare_launcher(struct evolve *s, struct cmd_ctx *ctx, int per,
   s->launcher.stop = &search_interrupted;
   if (s->launcher.kind != LAUNCHER_SRUN)
     return 0;
+  /* {gpus}: Slurm binds one GPU to each rank of a GPU workload */
+  s->launcher.gpus_per_rank = s->wl.kind == WORKLOAD_RUNTIME;
   snprintf(s->launcher.step_log, sizeof(s->launcher.step_log),
            "%s/slurm-steps.log", s->o.out_dir);
   if (!s->o.executor_slurm)
     return 0;
-  n = launcher_slurm_slots(s->wl.kind == WORKLOAD_RUNTIME ? per : 1, &gpus);
+  n = s->wl.kind == WORKLOAD_RUNTIME ? launcher_slurm_slots(per, 1, &gpus)
+                                     : launcher_slurm_slots(per, 0, &gpus);
   if (n < 1)
     return err_set(e, ERR_USAGE,
                    "executor slurm: the allocation has too few %s for one "
                    "candidate of %d rank%s",
-                   gpus ? "GPUs" : "tasks", per, per == 1 ? "" : "s");
+                   gpus && s->wl.kind == WORKLOAD_RUNTIME ? "GPUs" : "tasks",
+                   per, per == 1 ? "" : "s");
   if (s->o.slots > 0 && s->o.slots < n)
     n = s->o.slots;
   s->nslots = n < EVOLVE_MAX_SLOTS ? n : EVOLVE_MAX_SLOTS;
-  s->launcher.gpus_per_rank = gpus ? 1 : 0;
   for (k = 0; k < EVOLVE_MAX_SLOTS; k++)
     s->gpus[k][0] = '\0'; /* Slurm binds the GPUs of each step */
   return 0;

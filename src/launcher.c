@@ -284,7 +284,7 @@ static int env_count(const char *name)
   return (int)x;
 }
 
-int launcher_slurm_slots(int per, int *gpus)
+int launcher_slurm_slots(int per, int use_gpus, int *gpus)
 {
   const char *jg = getenv("SLURM_JOB_GPUS"), *cpn;
   int g, t;
@@ -305,7 +305,8 @@ int launcher_slurm_slots(int per, int *gpus)
   }
   if (g > 0) {
     *gpus = 1;
-    return g / per;
+    if (use_gpus)
+      return g / per;
   }
   t = env_count("SLURM_NTASKS");
   cpn = getenv("SLURM_JOB_CPUS_PER_NODE");
@@ -712,7 +713,7 @@ int launcher_run(const struct launcher_run_opts *o, struct launcher_result *r,
   v.as_root = geteuid() == 0;
   v.env_names = names;
   v.gpus_per_rank = o->l->gpus_per_rank;
-  (void)launcher_slurm_slots(1, &v.allocation_gpus);
+  (void)launcher_slurm_slots(1, 1, &v.allocation_gpus);
   v.timeout_s = timeout;
   argv = launcher_expand(o->l->tmpl, &v, e);
   if (!argv) {

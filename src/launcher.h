@@ -104,11 +104,11 @@ void launcher_argv_free(char **argv);
 int launcher_find_cancel(const char *text, char *id, size_t idn, char *reason,
                          size_t rn, int *job);
 
-/* Slots of a Slurm allocation for runs of `per` ranks: its GPUs
- * (SLURM_GPUS, SLURM_GPUS_ON_NODE x SLURM_NNODES, SLURM_JOB_GPUS) over per
- * when it has GPUs (*gpus = 1), else its tasks (SLURM_NTASKS, else the CPUs
- * of SLURM_JOB_CPUS_PER_NODE) over per.  0 outside an allocation. */
-int launcher_slurm_slots(int per, int *gpus);
+/* Slots of a Slurm allocation for runs of `per` ranks: with use_gpus, its
+ * GPUs (SLURM_GPUS, SLURM_GPUS_ON_NODE x SLURM_NNODES, SLURM_JOB_GPUS) over
+ * per when it has GPUs (*gpus = 1); else its tasks (SLURM_NTASKS, else the
+ * CPUs of SLURM_JOB_CPUS_PER_NODE) over per.  0 outside an allocation. */
+int launcher_slurm_slots(int per, int use_gpus, int *gpus);
 
 struct launcher_run_opts {
   const struct launcher *l;

@@ -144,27 +144,30 @@ static void test_slots(void **st)
   (void)st;
 
   unsetenv("SLURM_JOB_ID");
-  assert_int_equal(launcher_slurm_slots(1, &g), 0);
+  assert_int_equal(launcher_slurm_slots(1, 1, &g), 0);
   setenv("SLURM_JOB_ID", "7", 1);
   unsetenv("SLURM_GPUS");
   unsetenv("SLURM_GPUS_ON_NODE");
   unsetenv("SLURM_JOB_GPUS");
   unsetenv("SLURM_NTASKS");
   setenv("SLURM_JOB_CPUS_PER_NODE", "4(x2),2", 1);
-  assert_int_equal(launcher_slurm_slots(2, &g), 5);
+  assert_int_equal(launcher_slurm_slots(2, 1, &g), 5);
   assert_int_equal(g, 0);
   setenv("SLURM_NTASKS", "2", 1);
-  assert_int_equal(launcher_slurm_slots(1, &g), 2);
+  assert_int_equal(launcher_slurm_slots(1, 1, &g), 2);
   setenv("SLURM_GPUS_ON_NODE", "8", 1);
   setenv("SLURM_NNODES", "2", 1);
-  assert_int_equal(launcher_slurm_slots(4, &g), 4); /* 16 GPUs / 4 */
+  assert_int_equal(launcher_slurm_slots(4, 1, &g), 4); /* 16 GPUs / 4 */
   assert_int_equal(g, 1);
   setenv("SLURM_GPUS", "h200:6", 1);
-  assert_int_equal(launcher_slurm_slots(2, &g), 3);
+  assert_int_equal(launcher_slurm_slots(2, 1, &g), 3);
+  /* a CPU workload in a GPU allocation: its tasks */
+  assert_int_equal(launcher_slurm_slots(1, 0, &g), 2);
+  assert_int_equal(g, 1);
   unsetenv("SLURM_GPUS");
   unsetenv("SLURM_GPUS_ON_NODE");
   setenv("SLURM_JOB_GPUS", "0,1,2", 1);
-  assert_int_equal(launcher_slurm_slots(1, &g), 3);
+  assert_int_equal(launcher_slurm_slots(1, 1, &g), 3);
   unsetenv("SLURM_JOB_GPUS");
   unsetenv("SLURM_NTASKS");
   unsetenv("SLURM_NNODES");
