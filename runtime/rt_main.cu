@@ -22,6 +22,8 @@
 // secret (rt_secret.cu); the speed-of-light bound judges the bench median.
 //   order: plain preparation, then one rank's launch is delayed on the host
 //          by 1-5 ms (the launch order of the ranks varies).
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -584,6 +586,22 @@ int main(int argc, char **argv) {
   int exit_code = 4, setup_done = 0, nall = 0;
   rt_progress(&o, "init");
   // The secret first: read from its pipe and closed long before wl_setup.
+  // Ranks started by mpirun/srun (cuco's [launch]) cannot all get cuco's
+  // pipe: theirs is a 0600 file PREFIX.rankR on the job's file system,
+  // opened and unlinked here before anything of the candidate runs.
+  const char *sp = getenv("CUCO_SECRET_PREFIX");
+  if (o.secret_fd < 0 && sp && *sp) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s.rank%d", sp, o.prob.rank);
+    o.secret_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (o.secret_fd < 0) {
+      fprintf(stderr, "rank %d: error: secret file %s: %s\n", o.prob.rank, path,
+              strerror(errno));
+      return 2;
+    }
+    unlink(path);
+    unsetenv("CUCO_SECRET_PREFIX");
+  }
   if (rt_secret_init(o.secret_fd) != 0) {
     fprintf(stderr, "rank %d: error: %s\n", o.prob.rank, rt_last_error);
     return 2;

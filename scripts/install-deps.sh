@@ -1,11 +1,13 @@
 #!/bin/sh
-# Install the Debian packages cuco needs.  Idempotent and quiet when
+# Install the Debian packages cuco needs (slurm-wlm, munge and Open MPI:
+# tests/cli/t1401 starts a one-node Slurm cluster and launches ranks).  Idempotent and quiet when
 # everything is already there.  Used by README's commands and .ci/run.
 set -e
 PKGS="build-essential pkg-config libcurl4-openssl-dev libjansson-dev
 libsqlite3-dev libmicrohttpd-dev libinih-dev libxxhash-dev libcmocka-dev
 clang-format cppcheck sqlite3 python3 curl xxd bubblewrap procps
-chromium chromium-driver"
+chromium chromium-driver
+slurm-wlm munge openmpi-bin libopenmpi-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "llm.h"
 #include "log.h"
+#include "launcher.h"
 #include "proc.h"
 #include "redact.h"
 #include "sandbox.h"
@@ -104,18 +105,64 @@ static json_t *probe_gpus(void)
   return g;
 }
 
+/* The first line of `prog --version`, or NULL. */
+static json_t *version_of(const char *path)
+{
+  const char *argv[] = {path, "--version", NULL};
+  char *t;
+  json_t *v = NULL;
+  int ok;
+
+  t = proc_capture(argv, 4096, &ok);
+  if (t && ok) {
+    t[strcspn(t, "\n")] = '\0';
+    v = json_string(t);
+  }
+  free(t);
+  return v ? v : json_null();
+}
+
+/* mpirun, srun, sbatch, salloc: where (null: not found) and versions;
+ * whether cuco runs inside a Slurm allocation and what it holds. */
 static json_t *probe_mpi(void)
 {
-  static const char *const names[] = {"mpirun", "srun"};
-  json_t *o = json_object();
+  static const char *const names[] = {"mpirun", "srun", "sbatch", "salloc"};
+  static const char *const alloc_env[][2] = {
+      {"job_id", "SLURM_JOB_ID"},
+      {"nodelist", "SLURM_JOB_NODELIST"},
+      {"nodes", "SLURM_JOB_NUM_NODES"},
+      {"ntasks", "SLURM_NTASKS"},
+      {"cpus_per_node", "SLURM_JOB_CPUS_PER_NODE"},
+      {"gpus", "SLURM_GPUS"},
+      {"gpus_on_node", "SLURM_GPUS_ON_NODE"},
+      {"job_gpus", "SLURM_JOB_GPUS"},
+      {"partition", "SLURM_JOB_PARTITION"}};
+  json_t *o = json_object(), *ver = json_object(), *al;
   char cand[1024];
   size_t i;
 
-  for (i = 0; i < 2; i++)
-    json_object_set_new(o, names[i],
-                        proc_which(names[i], NULL, cand, sizeof(cand))
-                            ? json_string(cand)
-                            : json_null());
+  for (i = 0; i < 4; i++) {
+    int found = proc_which(names[i], NULL, cand, sizeof(cand)) != NULL;
+    json_object_set_new(o, names[i], found ? json_string(cand) : json_null());
+    if (i < 2) /* sbatch and salloc are srun's version */
+      json_object_set_new(ver, names[i],
+                          found ? version_of(cand) : json_null());
+  }
+  json_object_set_new(o, "versions", ver);
+  if (getenv("SLURM_JOB_ID")) {
+    int gpus = 0, slots = launcher_slurm_slots(1, 1, &gpus);
+    al = json_object();
+    for (i = 0; i < sizeof(alloc_env) / sizeof(alloc_env[0]); i++) {
+      const char *v = getenv(alloc_env[i][1]);
+      if (v)
+        json_object_set_new(al, alloc_env[i][0], json_string(v));
+    }
+    json_object_set_new(al, "slots_of_one", json_integer(slots));
+    json_object_set_new(al, "has_gpus", json_boolean(gpus));
+    json_object_set_new(o, "allocation", al);
+  } else {
+    json_object_set_new(o, "allocation", json_null());
+  }
   return o;
 }
 
@@ -206,6 +253,40 @@ json_t *doctor_probe(const struct config *cfg, struct err *e)
   return doctor_describe(cfg, &tc, e);
 }
 
+static void print_launchers(json_t *m)
+{
+  json_t *v = json_object_get(m, "versions"), *al;
+  static const char *const names[] = {"mpirun", "srun", "sbatch", "salloc"};
+  int i;
+
+  printf("launch: ");
+  for (i = 0; i < 4; i++) {
+    const char *p = json_string_value(json_object_get(m, names[i]));
+    const char *ver = json_string_value(json_object_get(v, names[i]));
+    printf("%s%s %s%s%s%s", i ? ", " : "", names[i], p ? p : "not found",
+           ver ? " (" : "", ver ? ver : "",
+           ver                              ? ")"
+           : p && !strcmp(names[i], "srun") ? " (no Slurm configuration "
+                                              "reachable)"
+                                            : "");
+  }
+  printf("\n");
+  al = json_object_get(m, "allocation");
+  if (json_is_object(al))
+    printf("slurm:  inside allocation %s: nodes %s, tasks %s, GPUs %s; "
+           "executor slurm would use %lld slot%s of one rank\n",
+           json_string_value(json_object_get(al, "job_id")),
+           json_string_value(json_object_get(al, "nodelist")) ?: "?",
+           json_string_value(json_object_get(al, "ntasks")) ?: "-",
+           json_is_true(json_object_get(al, "has_gpus")) ? "yes" : "none",
+           json_integer_value(json_object_get(al, "slots_of_one")),
+           json_integer_value(json_object_get(al, "slots_of_one")) == 1 ? ""
+                                                                        : "s");
+  else
+    printf("slurm:  not inside an allocation (salloc/sbatch set "
+           "SLURM_JOB_ID); --launcher srun would make its own job\n");
+}
+
 static void print_text(json_t *d)
 {
   json_t *g = json_object_get(d, "gpus");
@@ -255,9 +336,7 @@ static void print_text(json_t *d)
       printf("topology:\n%s\n",
              json_string_value(json_object_get(g, "topology")));
   }
-  printf("mpi:    mpirun %s, srun %s\n",
-         json_is_string(json_object_get(m, "mpirun")) ? "yes" : "no",
-         json_is_string(json_object_get(m, "srun")) ? "yes" : "no");
+  print_launchers(m);
   {
     json_t *s = json_object_get(d, "sandbox");
     const char *act = json_string_value(json_object_get(s, "active"));

@@ -485,8 +485,11 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   lo.lib_dirs = x->lib_dirs;
   lo.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
   lo.stdin_data = secret;
+  lo.launcher = o->launcher;
   rc = launch_run(&lo, &lr, e);
   memset(secret, 0, sizeof(secret));
+  if (lr.interrupted)
+    r->interrupted = 1;
   if (rc == 0 && lr.result)
     replay_hint(lr.result, replay, sizeof(replay));
   if (lr.log) {

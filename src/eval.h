@@ -26,6 +26,7 @@
 
 struct workload;
 struct toolchain;
+struct launcher;
 
 /* allowlist: the built object's undefined symbols must be on the runtime's
  * symbols.allow and its host code holds no raw system call (allow.h). */
@@ -86,6 +87,9 @@ struct eval_opts {
                                  per run (docs/contracts.md section 4d) */
   eval_progress_fn progress;
   void *progress_ud;
+  /* NULL or local: ranks are our children; else mpirun/srun (launcher.h),
+   * freeform runs too */
+  const struct launcher *launcher;
 };
 
 #define EVAL_LOG_MAX (64u * 1024u)
@@ -107,6 +111,9 @@ struct eval_result {
   double score;          /* 1000 / median_ms: higher is better */
   double build_s, verify_s, bench_s; /* wall time per stage */
   int protocol_test; /* vranks run: times are not performance */
+  /* a run was killed while cuco was stopping (e.g. its Slurm allocation
+   * ended): no verdict on the code */
+  int interrupted;
 };
 
 /* Evaluate `code` (the whole source of one implementation) through the

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "doctor.h"
 #include "eval.h"
+#include "launcher.h"
 #include "eval_int.h"
 #include "toolchain.h"
 #include "workload.h"
@@ -220,6 +221,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       {"seed", required_argument, NULL, 'S'},
       {"secret", required_argument, NULL, 'K'},
       {"cheats", no_argument, NULL, 'X'},
+      {"launcher", required_argument, NULL, 'L'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   struct eval_opts o = {0};
@@ -227,7 +229,8 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
   struct workload *w = calloc(1, sizeof(*w));
   struct cli c = {stdout, NULL};
   struct err e = {0, ""};
-  const char *cand = NULL, *impl = NULL, *outdir = NULL;
+  const char *cand = NULL, *impl = NULL, *outdir = NULL, *lname = NULL;
+  struct launcher lau;
   json_t *machine = NULL, *all = json_array();
   int opt, json = 0, cheats = 0, rc = CMD_FAIL, failed = 0;
   long lv;
@@ -322,6 +325,9 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     case 'X':
       cheats = 1;
       break;
+    case 'L':
+      lname = optarg;
+      break;
     case 'h':
       rc = cmd_usage(ctx, 1);
       goto out;
@@ -373,6 +379,17 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
                        impl, w->name, w->seed, names);
     goto out;
   }
+  if (launcher_config(ctx->cfg, lname, &lau, &e)) {
+    if (e.code == ERR_USAGE) {
+      rc = cmd_bad_usage(ctx, "%s", e.msg);
+      goto out;
+    }
+    fprintf(stderr, "cuco eval: %s\n", e.msg);
+    goto out;
+  }
+  /* {gpus}: under srun, Slurm binds one GPU to each rank of a GPU workload */
+  lau.gpus_per_rank = w->kind == WORKLOAD_RUNTIME;
+  o.launcher = &lau;
   o.wl = w;
   o.progress = on_progress;
   o.progress_ud = &c;

@@ -12,6 +12,7 @@
 #include "candidate.h"
 #include "eval.h"
 #include "eval_int.h"
+#include "launcher.h"
 #include "proc.h"
 #include "workload.h"
 
@@ -63,6 +64,67 @@ static int cmp_d(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
+/* One run of the program's ranks through mpirun/srun (launcher.h): rank R
+ * may write METRICS.rankR.progress ($CUCO_PROGRESS_PREFIX) so a hang names
+ * the rank.  Its output goes to *pr (outcome EXITED 0 when every rank
+ * passed).  0 ran ok, 1 candidate failure (verdict set), <0 internal. */
+static int ff_launched(const struct eval_opts *o, struct eval_ctx *x,
+                       const struct workload_size *s, const char *mode,
+                       const char *const *argv, struct eval_result *r,
+                       struct proc_result *pr, struct err *e)
+{
+  enum eval_stage st =
+      !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
+  struct launcher_run_opts lo = {0};
+  struct launcher_result lr;
+  char prefix[WORKLOAD_PATH + 64], pkv[WORKLOAD_PATH + 96], label[300];
+  const char *extra[2];
+  int rc;
+
+  snprintf(prefix, sizeof(prefix), "%s/metrics.json", x->work_dir);
+  snprintf(pkv, sizeof(pkv), "CUCO_PROGRESS_PREFIX=%s", prefix);
+  snprintf(label, sizeof(label), "%s:%s:%s", o->impl_name ? o->impl_name : "-",
+           mode, s->name);
+  extra[0] = pkv;
+  extra[1] = NULL;
+  lo.l = o->launcher;
+  lo.argv = argv;
+  lo.nranks = x->ranks;
+  lo.env_extra = extra;
+  lo.work_dir = x->work_dir;
+  lo.progress_prefix = prefix;
+  lo.label = label;
+  lo.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
+  rc = launcher_run(&lo, &lr, e);
+  if (rc) {
+    launcher_result_release(&lr);
+    return rc;
+  }
+  {
+    char head[700];
+    snprintf(head, sizeof(head), "=== %s %s (%s): %s ===\n", mode, s->name,
+             s->params, lr.what);
+    eval_log_append(&r->verify_log, head);
+    eval_log_append(&r->verify_log, buf_str(&lr.out));
+    eval_log_append(&r->verify_log, buf_str(&lr.err));
+  }
+  if (lr.interrupted)
+    r->interrupted = 1;
+  if (!lr.all_ok) {
+    if (lr.timed_out)
+      r->hang_rank = lr.hang_rank;
+    eval_fail(r, o, st, "failed", "size %s: %s", s->name, lr.what);
+    launcher_result_release(&lr);
+    return 1;
+  }
+  memset(pr, 0, sizeof(*pr));
+  pr->out = lr.out; /* moved */
+  buf_init(&lr.out, 1);
+  buf_init(&pr->err, 1);
+  launcher_result_release(&lr);
+  return 0;
+}
+
 /* One run of the program. 0 ok (*met set), 1 candidate failure. */
 static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
                    const struct workload_size *s, const char *mode,
@@ -94,6 +156,13 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
   argv = build_template_argv(o->wl->ff_run, &v, e);
   if (!argv)
     return err_wrap(e, "%s [freeform] run", o->wl->ini_path);
+  if (o->launcher && o->launcher->kind != LAUNCHER_LOCAL) {
+    rc = ff_launched(o, x, s, mode, (const char *const *)argv, r, &pr, e);
+    build_argv_free(argv);
+    if (rc)
+      return rc;
+    goto parse;
+  }
   env = proc_env_new(proc_env_default_allow, NULL);
   po.argv = (const char *const *)argv;
   po.envp = (const char *const *)env;
@@ -132,6 +201,7 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
     proc_result_release(&pr);
     return 1;
   }
+parse:
   j = last_json_line(buf_str(&pr.out), why, sizeof(why));
   proc_result_release(&pr);
   if (!j) {

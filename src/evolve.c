@@ -65,6 +65,15 @@ int evolve_opts_init(struct evolve_opts *o, const struct config *cfg,
   if (config_get_double(cfg, "evolve", "noise_threshold", 0.05, 0.001, 1,
                         &o->noise_threshold, e))
     return e->code;
+  {
+    const char *ex = config_get(cfg, "evolve", "executor", "local");
+    if (strcmp(ex, "local") && strcmp(ex, "slurm")) {
+      const struct config_entry *en = config_find(cfg, "evolve", "executor");
+      return err_set(e, ERR_CONFIG, "%s: executor '%s' is not local or slurm",
+                     en ? en->origin : "[evolve]", ex);
+    }
+    o->executor_slurm = !strcmp(ex, "slurm");
+  }
   if (config_get_double(cfg, "evolve", "explore_fraction", 0.4, 0, 1,
                         &o->explore_fraction, e) ||
       config_get_double(cfg, "evolve", "novelty", 0.99, 0, 1, &o->novelty,
@@ -190,6 +199,7 @@ static int measure_baseline(struct evolve *s, const char *name,
   eo.gpus = s->gpus[0][0] ? s->gpus[0] : NULL;
   eo.machine = s->machine;
   eo.seed = s->o.seed;
+  eo.launcher = &s->launcher;
   printf("baseline %s: evaluating...\n", name);
   fflush(stdout);
   rc = eval_candidate(&eo, code, &r, e);
@@ -533,6 +543,53 @@ static void on_signal(int sig)
   search_interrupted = 1;
 }
 
+/* --launcher / [launch], and for the Slurm executor: srun steps, one slot
+ * per GPU group of the allocation (CPU tasks without GPUs), Slurm's GPU
+ * binding instead of our CUDA_VISIBLE_DEVICES. */
+static int prepare_launcher(struct evolve *s, struct cmd_ctx *ctx, int per,
+                            struct err *e)
+{
+  int gpus = 0, n, k;
+
+  if (s->o.executor_slurm) {
+    if (s->o.launcher && strcmp(s->o.launcher, "srun"))
+      return err_set(e, ERR_USAGE,
+                     "--launcher %s: the slurm executor runs srun steps",
+                     s->o.launcher);
+    if (!getenv("SLURM_JOB_ID"))
+      return err_set(e, ERR_USAGE,
+                     "executor slurm: not inside a Slurm allocation "
+                     "(SLURM_JOB_ID is not set): run cuco under salloc or "
+                     "sbatch");
+  }
+  if (launcher_config(ctx->cfg, s->o.executor_slurm ? "srun" : s->o.launcher,
+                      &s->launcher, e))
+    return e->code;
+  s->launcher.stop = &search_interrupted;
+  if (s->launcher.kind != LAUNCHER_SRUN)
+    return 0;
+  /* {gpus}: Slurm binds one GPU to each rank of a GPU workload */
+  s->launcher.gpus_per_rank = s->wl.kind == WORKLOAD_RUNTIME;
+  snprintf(s->launcher.step_log, sizeof(s->launcher.step_log),
+           "%s/slurm-steps.log", s->o.out_dir);
+  if (!s->o.executor_slurm)
+    return 0;
+  n = s->wl.kind == WORKLOAD_RUNTIME ? launcher_slurm_slots(per, 1, &gpus)
+                                     : launcher_slurm_slots(per, 0, &gpus);
+  if (n < 1)
+    return err_set(e, ERR_USAGE,
+                   "executor slurm: the allocation has too few %s for one "
+                   "candidate of %d rank%s",
+                   gpus && s->wl.kind == WORKLOAD_RUNTIME ? "GPUs" : "tasks",
+                   per, per == 1 ? "" : "s");
+  if (s->o.slots > 0 && s->o.slots < n)
+    n = s->o.slots;
+  s->nslots = n < EVOLVE_MAX_SLOTS ? n : EVOLVE_MAX_SLOTS;
+  for (k = 0; k < EVOLVE_MAX_SLOTS; k++)
+    s->gpus[k][0] = '\0'; /* Slurm binds the GPUs of each step */
+  return 0;
+}
+
 /* Machine, toolchain, LLM pool, slots: everything before the run. */
 static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
 {
@@ -608,7 +665,7 @@ static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
   }
   if (s->nslots > EVOLVE_MAX_SLOTS)
     s->nslots = EVOLVE_MAX_SLOTS;
-  return 0;
+  return prepare_launcher(s, ctx, per, e);
 }
 
 /* Whether a loaded run has nothing left: no unfinished row and every
@@ -762,6 +819,8 @@ int cmd_evolve(struct cmd_ctx *ctx, int argc, char **argv)
       {"seed", required_argument, NULL, 's'},
       {"slots", required_argument, NULL, 'S'},
       {"sizes", required_argument, NULL, 'z'},
+      {"launcher", required_argument, NULL, 'L'},
+      {"executor", required_argument, NULL, 'E'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   struct evolve *s = calloc(1, sizeof(*s));
@@ -835,6 +894,17 @@ int cmd_evolve(struct cmd_ctx *ctx, int argc, char **argv)
     case 'z':
       s->o.sizes = optarg;
       break;
+    case 'L':
+      s->o.launcher = optarg;
+      break;
+    case 'E':
+      if (strcmp(optarg, "local") && strcmp(optarg, "slurm")) {
+        rc = cmd_bad_usage(ctx, "--executor: '%s' is not local or slurm",
+                           optarg);
+        goto out;
+      }
+      s->o.executor_slurm = !strcmp(optarg, "slurm");
+      break;
     case 'h':
       rc = cmd_usage(ctx, 1);
       goto out;
@@ -862,6 +932,7 @@ int cmd_evolve(struct cmd_ctx *ctx, int argc, char **argv)
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL); /* salloc's answer to an ended allocation */
   if (evolve_main(s, ctx, &e)) {
     fprintf(stderr, "cuco evolve: %s\n", e.msg);
     if (s->db && s->run.id)

@@ -29,7 +29,10 @@ struct evolve_opts {
   int ranks, vranks;
   unsigned long seed;
   int slots; /* evaluation slots; 0 = one per GPU group (runtime) or 1 */
-  const char *sizes; /* --sizes LIST for every evaluation; NULL = sets */
+  const char *sizes;    /* --sizes LIST for every evaluation; NULL = sets */
+  const char *launcher; /* --launcher NAME; NULL = [launch] launcher */
+  int executor_slurm;   /* [evolve] executor = slurm / --executor slurm:
+                           verify and bench as srun steps (launcher.h) */
   /* [evolve] in cuco.ini */
   int migrate_every;       /* generations between migrations (per island) */
   int meta_every;          /* generations between meta summaries */

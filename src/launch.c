@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "launcher.h"
 #include "proc.h"
 #include "redact.h"
 
@@ -248,6 +249,8 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
   double t0 = now_s(), fail_at = 0;
   int i, n = o->nranks, started = 0, rc = 0;
 
+  if (o->launcher && o->launcher->kind != LAUNCHER_LOCAL)
+    return launch_run_ext(o, r, e);
   memset(r, 0, sizeof(*r));
   r->exit_code = -1;
   r->failed_rank = r->hang_rank = -1;

@@ -16,6 +16,8 @@
 
 #include "err.h"
 
+struct launcher;
+
 #define LAUNCH_MAX_RANKS  64
 #define LAUNCH_RESULT_MAX (8u * 1024u * 1024u) /* RESULT.json cap */
 #define LAUNCH_LOG_MAX    (64u * 1024u)
@@ -34,6 +36,8 @@ struct launch_opts {
   double fail_grace_s;     /* after a rank fails; <= 0: 5 */
   const char *stdin_data;  /* NULL, or what every rank reads on stdin (the
                               per-run secret: never argv, env or a file) */
+  const struct launcher *launcher; /* NULL or local: the ranks are our
+                                      children; mpirun/srun: launch_ext.c */
 };
 
 struct launch_result {
@@ -48,6 +52,8 @@ struct launch_result {
   json_t *result;         /* RESULT.json when present and valid, else NULL */
   char result_error[256]; /* why result is NULL ("" if it is not) */
   double wall_s;
+  int interrupted; /* mpirun/srun: killed while cuco was stopping
+                      (an allocation that ended): no verdict */
 };
 
 /* Run the ranks.  0 when they ran (whatever happened: see *r); negative
@@ -57,6 +63,12 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
                struct err *e) WARN_UNUSED;
 
 void launch_result_release(struct launch_result *r);
+
+/* launch_run() through mpirun or srun (launch_ext.c): one launcher process,
+ * ranks from its variables, the id file in work_dir (a folder every node
+ * must see).  Same contract as launch_run(). */
+int launch_run_ext(const struct launch_opts *o, struct launch_result *r,
+                   struct err *e) WARN_UNUSED;
 
 /* Read and validate a RESULT.json (contracts §4): at most
  * LAUNCH_RESULT_MAX bytes, an object with schema 1, a status of ok |

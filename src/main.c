@@ -85,7 +85,7 @@ static const struct cmd commands[] = {
      "                 [--static-only | --compile-only] [--no-bench]\n"
      "                 [--out DIR] [--json]\n"
      "                 [--timeout S] [--build-timeout S] [--seed N]\n"
-     "                 [--secret HEX]\n"
+     "                 [--secret HEX] [--launcher local|mpirun|srun]\n"
      "\n"
      "Run one implementation of a workload through the cascade: static\n"
      "checks (EVOLVE markers, frozen text, directives, forbidden calls),\n"
@@ -114,13 +114,17 @@ static const struct cmd commands[] = {
      "  --seed N          input seed (default 1234)\n"
      "  --secret HEX      replay a failure: the 32 hex digits of its\n"
      "                    RESULT.json replay.secret (default: a fresh\n"
-     "                    secret per run, handed to the ranks on stdin)\n"},
+     "                    secret per run, handed to the ranks on stdin)\n"
+     "  --launcher NAME   how ranks start: local (children of cuco, the\n"
+     "                    default), mpirun or srun ([launch] in cuco.ini\n"
+     "                    holds their templates; docs/cluster.md)\n"},
     {"evolve", cmd_evolve, "evolutionary search: make a workload faster",
      "usage: cuco evolve WORKLOAD [--llm none|NAME] [--generations N]\n"
      "                   [--islands K] [--out DIR] [--resume]\n"
      "                   [--budget-usd X] [--time-limit SECONDS]\n"
      "                   [--ranks N] [--vranks R] [--seed N] [--slots N]\n"
-     "                   [--sizes LIST]\n"
+     "                   [--sizes LIST] [--launcher local|mpirun|srun]\n"
+     "                   [--executor local|slurm]\n"
      "\n"
      "Evolve the workload's seed: K islands (default 4) of N generations\n"
      "(default 10) each.  Every candidate goes through the cascade of\n"
@@ -144,7 +148,12 @@ static const struct cmd commands[] = {
      "  --seed N          random seed of the search (default 1)\n"
      "  --slots N         candidates evaluated at once (default: one per\n"
      "                    group of N GPUs; 1 for CPU workloads)\n"
-     "  --sizes LIST      sizes for every evaluation (default: the sets)\n"},
+     "  --sizes LIST      sizes for every evaluation (default: the sets)\n"
+     "  --launcher NAME   how each run's ranks start (see cuco eval)\n"
+     "  --executor slurm  inside a Slurm allocation: builds run here,\n"
+     "                    verify and bench as srun steps, one slot per\n"
+     "                    GPU group (CPU tasks without GPUs); [evolve]\n"
+     "                    executor in cuco.ini (docs/cluster.md)\n"},
     {"report", cmd_report, "write a run database as an HTML or text report",
      "usage: cuco report RUN.db [-o FILE] [--format html|md]\n"
      "\n"

@@ -420,6 +420,7 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
   eo.gpus = s->gpus[slot][0] ? s->gpus[slot] : NULL;
   eo.machine = s->machine;
   eo.seed = s->o.seed ? s->o.seed : 1234;
+  eo.launcher = &s->launcher;
   rc = eval_candidate(&eo, code, &r, e);
   if (!rc && noisy(s, &r)) {
     /* the noise watch: a spread beyond the threshold is measured again
@@ -445,6 +446,16 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
     pthread_mutex_unlock(&s->mu);
   }
   free(code);
+  if (!rc && r.interrupted) {
+    /* its run was killed because cuco is stopping (an allocation that
+     * ended): no verdict; the row stays 'running' for --resume */
+    log_warn("evolve: #%lld not judged (%s); stopping: --resume continues "
+             "the run",
+             (long long)id, r.error);
+    eval_result_release(&r);
+    search_interrupted = 1;
+    return 0;
+  }
   db_program_init(&out);
   out.id = id;
   if (rc) {

@@ -8,6 +8,7 @@
 
 #include "db.h"
 #include "evolve.h"
+#include "launcher.h"
 #include "novelty.h"
 #include "toolchain.h"
 #include "workload.h"
@@ -61,8 +62,9 @@ struct evolve {
   size_t nqueue;
   int nslots;
   char gpus[EVOLVE_MAX_SLOTS][64];
-  int total; /* candidates planned: islands * generations */
-  int count; /* candidate rows this session finished */
+  struct launcher launcher; /* how each run's ranks start */
+  int total;                /* candidates planned: islands * generations */
+  int count;                /* candidate rows this session finished */
   int n_ok, n_failed, n_rejected;
   int seq_pos;        /* next entry of o.seq */
   char *confirm_text; /* the confirmation's lines for the summary */
