@@ -271,7 +271,7 @@ static int step(struct wl_ctx *ctx, struct sd *u) {
   return 0;
 }
 """),
-    "order_race": ("verify perturb-order",
+    "order_race": ("verify perturb-order ranks>=2",
         "Relies on the launch order of the ranks (needs >= 2 ranks; one process\n"
         "// of virtual ranks): each rank waits for its peers' push through their\n"
         "// CUDA events, but only waits 500 us on the host for a peer to have\n"

@@ -140,6 +140,8 @@ struct eval_cheat_tally {
                                   valid CUCO-EXPECT-REJECT line) */
   int need_build;              /* expected at build/allowlist, static only */
   int need_gpu;                /* expected at verify/bench, not run */
+  int need_bench;              /* expected at bench, run with --no-bench */
+  int need_ranks;              /* 'ranks>=N' on its line, run with fewer */
 };
 
 /* Run every .cu file in WL/cheats/ through the cascade (as device candidates)

@@ -349,7 +349,8 @@ void eval_cheat_summary(const struct eval_cheat_tally *t, char *out, size_t n)
 
   for (st = 0; st < EVAL_STAGE_DONE; st++)
     caught += t->caught[st];
-  if (!t->failures && !t->need_build && !t->need_gpu) {
+  if (!t->failures && !t->need_build && !t->need_gpu && !t->need_bench &&
+      !t->need_ranks) {
     snprintf(out, n, "cheats: %d of %d caught as expected", caught, t->n);
     return;
   }
@@ -376,6 +377,29 @@ void eval_cheat_summary(const struct eval_cheat_tally *t, char *out, size_t n)
     snprintf(out + l, n - l, "%s %d need%s a GPU (not judged)",
              parts++ ? "," : "", t->need_gpu, t->need_gpu == 1 ? "s" : "");
   }
+  if (t->need_bench) {
+    l = strlen(out);
+    snprintf(out + l, n - l, "%s %d need%s the bench (not judged: --no-bench)",
+             parts++ ? "," : "", t->need_bench, t->need_bench == 1 ? "s" : "");
+  }
+  if (t->need_ranks) {
+    l = strlen(out);
+    snprintf(out + l, n - l, "%s %d need%s more ranks (not judged)",
+             parts++ ? "," : "", t->need_ranks, t->need_ranks == 1 ? "s" : "");
+  }
+}
+
+/* The rank count a cheat's CUCO-EXPECT-REJECT words ask for ("ranks>=N":
+ * a protocol cheat that one rank cannot expose); 1 when they ask none. */
+static int cheat_min_ranks(const char *words)
+{
+  const char *p = strstr(words, "ranks>=");
+  long v;
+
+  if (!p)
+    return 1;
+  v = strtol(p + 7, NULL, 10);
+  return v >= 1 && v <= 1024 ? (int)v : 1;
 }
 
 int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
@@ -442,6 +466,33 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
     if (rc) {
       eval_result_release(&r);
       break;
+    }
+    {
+      int ranks = o->vranks > 0 ? o->vranks : o->ranks > 0 ? o->ranks : 1;
+      int need = cheat_min_ranks(words);
+      if (!strcmp(r.status, "ok") && !o->compile_only && !o->static_only &&
+          (need > ranks || (want == EVAL_STAGE_BENCH && o->skip_bench))) {
+        /* it ran, but what exposes it did not: not judged, not caught */
+        caught = 1;
+        if (need > ranks) {
+          t->need_ranks++;
+          snprintf(line, sizeof(line),
+                   "%s: passed at %d rank%s; its rejection at %s (%s) "
+                   "needs %d (not judged: --ranks/--vranks %d)",
+                   names[i], ranks, ranks == 1 ? "" : "s",
+                   eval_stage_name((enum eval_stage)want), words, need, need);
+        } else {
+          t->need_bench++;
+          snprintf(line, sizeof(line),
+                   "%s: passed verify; its rejection at bench (%s) needs "
+                   "the bench (not judged: --no-bench)",
+                   names[i], words);
+        }
+        if (o->progress)
+          o->progress(o->progress_ud, r.stage, caught, line);
+        eval_result_release(&r);
+        continue;
+      }
     }
     if (!strcmp(r.status, "ok") && (o->compile_only || o->static_only) &&
         want > (int)r.stage) {

@@ -1,4 +1,4 @@
-// CUCO-EXPECT-REJECT: verify recv-poison nan (replays the ring slots of an earlier step)
+// CUCO-EXPECT-REJECT: verify recv-poison nan ranks>=2 (replays the ring slots of an earlier step)
 // workloads/flash_attn_cp/seed.cu - device-initiated context-parallel
 // causal attention (zigzag ring over LSA), workloads.md section 1's seed.
 //

@@ -1,4 +1,4 @@
-// CUCO-EXPECT-REJECT: verify perturb local-check (slot reuse without the credit barrier)
+// CUCO-EXPECT-REJECT: verify perturb local-check ranks>=2 (slot reuse without the credit barrier)
 // workloads/flash_attn_cp/seed.cu - device-initiated context-parallel
 // causal attention (zigzag ring over LSA), workloads.md section 1's seed.
 //

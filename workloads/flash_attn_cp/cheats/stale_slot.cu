@@ -1,4 +1,4 @@
-// CUCO-EXPECT-REJECT: verify recv-poison nan (consumes the ring slot before the hop lands)
+// CUCO-EXPECT-REJECT: verify recv-poison nan ranks>=2 (consumes the ring slot before the hop lands)
 // workloads/flash_attn_cp/seed.cu - device-initiated context-parallel
 // causal attention (zigzag ring over LSA), workloads.md section 1's seed.
 //

@@ -41,19 +41,19 @@ def mk(name, expect, desc, reps):
         f.write(f"// CUCO-EXPECT-REJECT: {expect}\n" + b)
 
 
-mk('stale_slot', 'verify recv-poison nan (consumes the ring slot before the hop lands)',
+mk('stale_slot', 'verify recv-poison nan ranks>=2 (consumes the ring slot before the hop lands)',
    'The push kernel does not sync the LSA barrier: step k computes on slot k %\n'
    'slots whether or not rank r-1 has stored the shard there.  The slot is a\n'
    'RECV window, poisoned before every step: the early read sees NaN (R >= 2).',
    [(BARRIER, '  // CHEAT: no barrier; the consumer does not wait for the hop.\n  (void)me;\n}')])
-mk('prev_shard', 'verify recv-poison nan (replays the ring slots of an earlier step)',
+mk('prev_shard', 'verify recv-poison nan ranks>=2 (replays the ring slots of an earlier step)',
    'Pushes only in the first step (epoch 1) and afterwards computes on whatever\n'
    'the slots hold from before.  The runtime poisons RECV windows before every\n'
    'step (and inputs are fresh), so the old shard is gone (R >= 2).',
    [(PUSH, '      if (rt_epoch(ctx) == 1) {  // CHEAT: later steps reuse old slots\n'
            '        sd_push<<<G, T, 0, st>>>(u->dc, u->ring_win, cur, bytes, dst_off);\n'
            '        RT_LAUNCH(ctx);\n      }')])
-mk('slot_race', 'verify perturb local-check (slot reuse without the credit barrier)',
+mk('slot_race', 'verify perturb local-check ranks>=2 (slot reuse without the credit barrier)',
    'slots=2 without the credit barrier: the push of step k overwrites rank\n'
    'r+1\'s slot (k+1) % 2 while r+1 may still compute step k-1 on it.  A race:\n'
    'only R >= 4 reuses a slot, and only a slow consumer (perturbed runs: delay,\n'

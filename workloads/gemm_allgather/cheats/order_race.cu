@@ -1,4 +1,4 @@
-// CUCO-EXPECT-REJECT: verify perturb-order
+// CUCO-EXPECT-REJECT: verify perturb-order ranks>=2
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
