@@ -76,7 +76,13 @@ int charts_scores(const json_t *points, struct buf *out, struct err *e)
   p.ymin = fmin(p.ymin, 0);
   svg_begin(&s, SVG_CAP, 720, 340, "score over candidates per island");
   svg_axes(&s, &p, "candidate id", "score (higher is better)");
-  svg_text(&s, p.px - 6, p.py + p.ph + 48, "end", "tick", "failed");
+  { /* the lane of failed candidates only when there is one */
+    int nfail = 0;
+    json_array_foreach(points, k, pt) nfail +=
+        !isfinite(num(pt, "score", NAN));
+    if (nfail)
+      svg_text(&s, p.px - 6, p.py + p.ph + 48, "end", "tick", "failed");
+  }
   /* Each improvement adds two points (a step), plus the final one. */
   line = malloc((4 * n + 4) * sizeof *line);
   if (!line) {

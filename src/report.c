@@ -113,6 +113,62 @@ static void row(struct buf *o, enum report_format f, const char *k,
   buf_puts(o, "</td></tr>\n");
 }
 
+static const char *jstr(const json_t *o, const char *a, const char *b)
+{
+  const json_t *v = json_object_get(json_object_get(o, a), b);
+
+  return json_is_string(v) && *json_string_value(v) ? json_string_value(v)
+                                                    : NULL;
+}
+
+static void flatten(struct buf *o, enum report_format f, const json_t *j,
+                    const char *prefix, int *left);
+
+/* The machine in four rows (GPU, CUDA, NCCL, host), none blank; a
+ * description of another shape (older runs, hand-made) is flattened. */
+static void machine_rows(struct buf *o, enum report_format f, const json_t *m,
+                         int *left)
+{
+  const json_t *gl = json_object_get(json_object_get(m, "gpus"), "list");
+  char v[512];
+  size_t n = json_array_size(gl);
+
+  if (!json_is_object(m))
+    return;
+  if (!json_object_get(m, "gpus") && !json_object_get(m, "cuda")) {
+    flatten(o, f, m, "machine", left);
+    return;
+  }
+  if (n) {
+    const json_t *g = json_array_get(gl, 0);
+    const json_t *name = json_object_get(g, "name");
+    snprintf(v, sizeof v, "%zu x %s, %lld MiB", n,
+             json_is_string(name) ? json_string_value(name) : "?",
+             (long long)json_integer_value(json_object_get(g, "memory_mib")));
+  } else {
+    snprintf(v, sizeof v, "none");
+  }
+  row(o, f, "GPU", v);
+  snprintf(v, sizeof v, "nvcc %s, %s",
+           jstr(m, "cuda", "nvcc_version") ? jstr(m, "cuda", "nvcc_version")
+                                           : "not found",
+           jstr(m, "cuda", "arch") ? jstr(m, "cuda", "arch") : "no arch");
+  row(o, f, "CUDA", v);
+  snprintf(
+      v, sizeof v, "headers %s, library %s",
+      jstr(m, "nccl", "header_version") ? jstr(m, "nccl", "header_version")
+                                        : "not found",
+      jstr(m, "nccl", "library_version") ? jstr(m, "nccl", "library_version")
+                                         : "not found");
+  row(o, f, "NCCL", v);
+  snprintf(v, sizeof v, "%s (%lld cores), %s",
+           jstr(m, "cpu", "model") ? jstr(m, "cpu", "model") : "?",
+           (long long)json_integer_value(
+               json_object_get(json_object_get(m, "cpu"), "cores")),
+           jstr(m, "os", "name") ? jstr(m, "os", "name") : "?");
+  row(o, f, "host", v);
+}
+
 /* Flatten a JSON object into "a.b: value" rows (machine description). */
 static void flatten(struct buf *o, enum report_format f, const json_t *j,
                     const char *prefix, int *left)
@@ -322,7 +378,7 @@ static void summary(struct buf *o, enum report_format f, const json_t *run,
              num(l, "tokens_out"), num(l, "cost_usd"), bs);
   }
   row(o, f, "LLM", v);
-  flatten(o, f, json_object_get(run, "machine"), "machine", &left);
+  machine_rows(o, f, json_object_get(run, "machine"), &left);
   if (f == REPORT_HTML)
     buf_puts(o, "</table>\n<h3>Times per size (median)</h3>\n");
   else
