@@ -113,7 +113,8 @@ static void row(struct buf *o, enum report_format f, const char *k,
   buf_puts(o, "</td></tr>\n");
 }
 
-static const char *jstr(const json_t *o, const char *a, const char *b)
+/* The string at o.a.b; NULL when absent or empty. */
+static const char *msub(const json_t *o, const char *a, const char *b)
 {
   const json_t *v = json_object_get(json_object_get(o, a), b);
 
@@ -121,92 +122,69 @@ static const char *jstr(const json_t *o, const char *a, const char *b)
                                                     : NULL;
 }
 
-static void flatten(struct buf *o, enum report_format f, const json_t *j,
-                    const char *prefix, int *left);
+/* A string at o.a (when o.a is a string) or o.a.b; NULL when absent. */
+static const char *mstr(const json_t *o, const char *a, const char *b)
+{
+  const json_t *v = json_object_get(o, a);
 
-/* The machine in four rows (GPU, CUDA, NCCL, host), none blank; a
- * description of another shape (older runs, hand-made) is flattened. */
+  if (!json_is_string(v))
+    v = json_object_get(v, b);
+  return json_is_string(v) && *json_string_value(v) ? json_string_value(v)
+                                                    : NULL;
+}
+
+/* The machine in four rows (GPU, CUDA, NCCL, host), none blank: cuco
+ * doctor's description, or the older shapes of it (strings for cuda and
+ * nccl, gpus.count and gpus.model). */
 static void machine_rows(struct buf *o, enum report_format f, const json_t *m,
                          int *left)
 {
-  const json_t *gl = json_object_get(json_object_get(m, "gpus"), "list");
-  char v[512];
-  size_t n = json_array_size(gl);
+  const json_t *gp = json_object_get(m, "gpus");
+  const json_t *gl = json_object_get(gp, "list");
+  const json_t *g = json_array_get(gl, 0);
+  const char *name = g ? mstr(g, "name", NULL) : mstr(gp, "model", NULL);
+  long long count =
+      gl ? (long long)json_array_size(gl)
+         : (long long)json_integer_value(json_object_get(gp, "count"));
+  const char *cores = NULL;
+  char v[512], cb[32];
 
+  (void)left;
   if (!json_is_object(m))
     return;
-  if (!json_object_get(m, "gpus") && !json_object_get(m, "cuda")) {
-    flatten(o, f, m, "machine", left);
-    return;
-  }
-  if (n) {
-    const json_t *g = json_array_get(gl, 0);
-    const json_t *name = json_object_get(g, "name");
-    snprintf(v, sizeof v, "%zu x %s, %lld MiB", n,
-             json_is_string(name) ? json_string_value(name) : "?",
-             (long long)json_integer_value(json_object_get(g, "memory_mib")));
-  } else {
-    snprintf(v, sizeof v, "none");
-  }
+  if (count > 0)
+    snprintf(v, sizeof v, "%lld x %s%s%s", count, name ? name : "?",
+             mstr(gp, "driver", NULL) ? ", driver " : "",
+             mstr(gp, "driver", NULL) ? mstr(gp, "driver", NULL) : "");
+  else
+    snprintf(v, sizeof v, "none found");
   row(o, f, "GPU", v);
-  snprintf(v, sizeof v, "nvcc %s, %s",
-           jstr(m, "cuda", "nvcc_version") ? jstr(m, "cuda", "nvcc_version")
-                                           : "not found",
-           jstr(m, "cuda", "arch") ? jstr(m, "cuda", "arch") : "no arch");
+  snprintf(v, sizeof v, "%s%s%s",
+           mstr(m, "cuda", "nvcc_version") ? mstr(m, "cuda", "nvcc_version")
+                                           : "unknown",
+           msub(m, "cuda", "arch") ? ", " : "",
+           msub(m, "cuda", "arch") ? msub(m, "cuda", "arch") : "");
   row(o, f, "CUDA", v);
   snprintf(
-      v, sizeof v, "headers %s, library %s",
-      jstr(m, "nccl", "header_version") ? jstr(m, "nccl", "header_version")
-                                        : "not found",
-      jstr(m, "nccl", "library_version") ? jstr(m, "nccl", "library_version")
-                                         : "not found");
+      v, sizeof v, "%s%s%s",
+      mstr(m, "nccl", "header_version") ? mstr(m, "nccl", "header_version")
+                                        : "unknown",
+      msub(m, "nccl", "library_version") ? ", library " : "",
+      msub(m, "nccl", "library_version") ? msub(m, "nccl", "library_version")
+                                         : "");
   row(o, f, "NCCL", v);
-  snprintf(v, sizeof v, "%s (%lld cores), %s",
-           jstr(m, "cpu", "model") ? jstr(m, "cpu", "model") : "?",
-           (long long)json_integer_value(
-               json_object_get(json_object_get(m, "cpu"), "cores")),
-           jstr(m, "os", "name") ? jstr(m, "os", "name") : "?");
-  row(o, f, "host", v);
-}
-
-/* Flatten a JSON object into "a.b: value" rows (machine description). */
-static void flatten(struct buf *o, enum report_format f, const json_t *j,
-                    const char *prefix, int *left)
-{
-  const char *k;
-  const json_t *v;
-  char key[128], val[256];
-
-  json_object_foreach((json_t *)j, k, v)
-  {
-    if (*left <= 0)
-      return;
-    snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
-    if (json_is_object(v)) {
-      flatten(o, f, v, key, left);
-      continue;
-    }
-    if (json_is_string(v))
-      snprintf(val, sizeof val, "%s", json_string_value(v));
-    else if (json_is_integer(v))
-      snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
-    else if (json_is_number(v))
-      snprintf(val, sizeof val, "%g", json_number_value(v));
-    else if (json_is_boolean(v))
-      snprintf(val, sizeof val, "%s", json_is_true(v) ? "true" : "false");
-    else if (json_is_array(v))
-      snprintf(val, sizeof val, "[%zu items]", json_array_size(v));
-    else
-      continue;
-    /* The key came from the database too: escape it as a value would be. */
-    {
-      struct buf kb = BUF_INIT(1024);
-      html_escape(&kb, key);
-      row(o, f, f == REPORT_MD ? key : buf_str(&kb), val);
-      buf_release(&kb);
-    }
-    (*left)--;
+  if (json_integer_value(
+          json_object_get(json_object_get(m, "cpu"), "cores"))) {
+    snprintf(cb, sizeof cb, " (%lld cores)",
+             (long long)json_integer_value(
+                 json_object_get(json_object_get(m, "cpu"), "cores")));
+    cores = cb;
   }
+  snprintf(v, sizeof v, "%s%s%s%s",
+           mstr(m, "cpu", "model") ? mstr(m, "cpu", "model") : "unknown CPU",
+           cores ? cores : "", mstr(m, "os", "name") ? ", " : "",
+           mstr(m, "os", "name") ? mstr(m, "os", "name") : "");
+  row(o, f, "host", v);
 }
 
 /* Text from the database into a table cell: escaped for HTML, '|' and

@@ -13,6 +13,10 @@ expect_grep "the page forbids every fetch (CSP)" "$TMP/r.html" "default-src 'non
 expect_no_grep "no script element at all" "$TMP/r.html" "<script"
 expect_grep "database markup is escaped" "$TMP/r.html" "&lt;script&gt;alert\(1\)&lt;/script&gt; &amp; &quot;q&quot;"
 expect_grep "summary names the workload" "$TMP/r.html" "<td>gemm_allgather</td>"
+# the machine in a few rows, none of them the flattened JSON's
+expect_grep "the machine's GPU row" "$TMP/r.html" "<tr><th>GPU</th><td>"
+expect_grep "the machine's NCCL row" "$TMP/r.html" "<tr><th>NCCL</th><td>2.28.9"
+expect_no_grep "no flattened machine.* rows" "$TMP/r.html" "<th>machine\."
 for s in summary scores lineage directives cost best-diff failures; do
   expect_grep "section $s is there" "$TMP/r.html" "<section id=\"$s\">"
 done
