@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -193,6 +194,40 @@ static void bind(struct sb_args *a, const char *how, const char *path)
   add(a, real);
 }
 
+/* The private /tmp hides what the command reads from the real one: the
+ * program itself, its sources and -I/-L folders (a toolchain or a test's
+ * fake nvcc kept under /tmp).  Bind each such path read-only, before the
+ * writable binds (a later bind of a folder inside it stays writable). */
+static void bind_tmp_reads(struct sb_args *a, const char *exe,
+                           const char *const *argv)
+{
+  int i;
+
+  for (i = -1; argv && (i < 0 || argv[i]); i++) {
+    const char *p = i < 0 ? exe : argv[i], *q;
+    char dir[4096];
+    struct stat sb;
+    if (!p)
+      continue;
+    q = strstr(p, "/tmp/"); /* "-I/tmp/x", "-Xlinker=-rpath,/tmp/x" */
+    if (!q || (q != p && q[-1] != 'I' && q[-1] != 'L' && q[-1] != ',' &&
+               q[-1] != '='))
+      continue;
+    snprintf(dir, sizeof(dir), "%s", q);
+    if (stat(dir, &sb) != 0)
+      continue;
+    if (!S_ISDIR(sb.st_mode)) {
+      char *slash = strrchr(dir, '/');
+      if (!slash || slash == dir)
+        continue;
+      *slash = '\0';
+    }
+    if (!strcmp(dir, "/tmp"))
+      continue; /* never the whole of it */
+    bind(a, "--ro-bind", dir);
+  }
+}
+
 void sandbox_argv_free(char **argv)
 {
   size_t i;
@@ -240,6 +275,7 @@ char **sandbox_argv(const char *exe, const char *const *argv, const char *cwd,
   }
   if (d)
     closedir(d);
+  bind_tmp_reads(&a, exe, argv);
   if (share_net)
     bind(&a, "--bind", "/dev/shm"); /* NCCL's SHM transport */
   bind(&a, "--bind", getenv("TMPDIR"));
