@@ -203,15 +203,25 @@ static void bind_tmp_reads(struct sb_args *a, const char *exe,
 {
   int i;
 
+  char here[4096];
+
+  /* where cuco runs: relative paths (a workload '.') resolve there */
+  if (getcwd(here, sizeof(here)) && !strncmp(here, "/tmp/", 5))
+    bind(a, "--ro-bind", here);
   for (i = -1; argv && (i < 0 || argv[i]); i++) {
     const char *p = i < 0 ? exe : argv[i], *q;
-    char dir[4096];
+    char dir[4096], real[4096];
     struct stat sb;
     if (!p)
       continue;
     q = strstr(p, "/tmp/"); /* "-I/tmp/x", "-Xlinker=-rpath,/tmp/x" */
-    if (!q || (q != p && q[-1] != 'I' && q[-1] != 'L' && q[-1] != ',' &&
-               q[-1] != '='))
+    if (q && q != p && q[-1] != 'I' && q[-1] != 'L' && q[-1] != ',' &&
+        q[-1] != '=')
+      q = NULL;
+    if (!q && p[0] != '-' && p[0] != '/' && realpath(p, real) &&
+        !strncmp(real, "/tmp/", 5))
+      q = real; /* a relative path that lands in /tmp */
+    if (!q)
       continue;
     snprintf(dir, sizeof(dir), "%s", q);
     if (stat(dir, &sb) != 0)

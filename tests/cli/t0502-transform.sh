@@ -19,6 +19,7 @@ stop_fake() { fakellm_stop; }
 mkwl() { # a copy of workloads/gemm_allgather (its hand-written seed too)
   mkdir -p "$1"
   cp "$ROOT"/workloads/gemm_allgather/*.cu "$ROOT"/workloads/gemm_allgather/*.cuh \
+     "$ROOT"/workloads/gemm_allgather/*.h \
      "$ROOT"/workloads/gemm_allgather/workload.ini "$1"/
 }
 
