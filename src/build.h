@@ -47,8 +47,8 @@ struct build_opts {
 struct build_result {
   char *log; /* malloc'd, capped at BUILD_LOG_MAX; may be NULL */
   double wall_s;
-  int compiled; /* objects compiled now */
-  int cached;   /* objects taken from the cache */
+  int compiled;        /* objects compiled now */
+  int cached;          /* objects taken from the cache */
   char impl_obj[2048]; /* runtime kind: the implementation's object (in
                           the cache); "" otherwise */
   char link_note[160]; /* how it was linked, for the verdict; "" when not */

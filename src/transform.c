@@ -752,7 +752,8 @@ int cmd_transform(struct cmd_ctx *ctx, int argc, char **argv)
     return CMD_FAIL;
   }
   if (!r.ok) {
-    cmd_error(ctx, "no seed: %s (prompts, answers and verdicts in "
+    cmd_error(ctx,
+              "no seed: %s (prompts, answers and verdicts in "
               "%s)",
               r.error, r.work_dir);
     return CMD_FAIL;
