@@ -211,13 +211,21 @@ int charts_lineage(const json_t *programs, struct buf *out, struct err *e)
       rows++;
       col = 0;
     }
-    v[i].x = 30 + col * 26;
-    v[i].y = 30 + rows * 60;
+    v[i].x = 70 + col * 26;
+    v[i].y = 50 + rows * 60;
     col++;
     if (col > maxrow)
       maxrow = col;
   }
-  svg_begin(&s, SVG_CAP, 60 + maxrow * 26, 60 + rows * 60, "lineage tree");
+  svg_begin(&s, SVG_CAP, fmax(100 + maxrow * 26, 560), 80 + rows * 60,
+            "lineage tree");
+  /* what the marks mean, and a label per generation row */
+  svg_text(&s, 10, 14, "start", "legend",
+           "a node per candidate (its id below it), coloured by island; a row "
+           "per generation; grey: parent, red dashed: second parent (cross)");
+  for (i = 0; i < n; i++)
+    if (i == 0 || v[i].gen != v[i - 1].gen)
+      svg_text(&s, 10, v[i].y + 4, "start", "label", "gen %d", v[i].gen);
   svg_group_open(&s, "edges");
   for (i = 0; i < n; i++) {
     const struct tnode *p1 = find_node(v, n, v[i].parent);
@@ -248,6 +256,7 @@ int charts_lineage(const json_t *programs, struct buf *out, struct err *e)
                  : "other");
     svg_circle(&s, v[i].x, v[i].y, 8, svg_palette(v[i].island), cls, title,
                attrs);
+    svg_text(&s, v[i].x, v[i].y + 20, "middle", "nid", "%lld", v[i].id);
   }
   svg_group_close(&s);
   free(v);
@@ -272,7 +281,14 @@ int charts_directives(const json_t *by, struct buf *out, struct err *e)
   }
   if (nrows == 0 || maxs <= 0)
     return note(out, "No candidate with a score yet.");
-  svg_begin(&s, SVG_CAP, 820, 30 + nrows * 20, "score by directive value");
+  svg_begin(&s, SVG_CAP, 820, 50 + nrows * 20, "score by directive value");
+  /* legend: the two bars of every value */
+  svg_rect(&s, 160, 6, 14, 10, "#9ecae1", "bar", NULL);
+  svg_text(&s, 178, 15, "start", "legend", "best score with this value");
+  svg_rect(&s, 360, 8, 14, 6, "#3182bd", "bar-mean", NULL);
+  svg_text(&s, 378, 15, "start", "legend",
+           "mean score of its correct candidates");
+  y += 16;
   json_object_foreach((json_t *)by, dim, vals)
   {
     if (json_array_size(vals) == 0)

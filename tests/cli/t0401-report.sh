@@ -17,6 +17,14 @@ expect_grep "summary names the workload" "$TMP/r.html" "<td>gemm_allgather</td>"
 expect_grep "the machine's GPU row" "$TMP/r.html" "<tr><th>GPU</th><td>"
 expect_grep "the machine's NCCL row" "$TMP/r.html" "<tr><th>NCCL</th><td>2.28.9"
 expect_no_grep "no flattened machine.* rows" "$TMP/r.html" "<th>machine\."
+# the lineage tree says what its marks are and labels every node; the
+# directive bars have a legend
+expect_grep "lineage legend" "$TMP/r.html" 'class="legend">a node per candidate'
+expect_grep "lineage rows labelled by generation" "$TMP/r.html" 'class="label">gen 0<'
+n_nodes=$(grep -o 'class="node ' "$TMP/r.html" | wc -l); n_ids=$(grep -o 'class="nid"' "$TMP/r.html" | wc -l)
+[ "$n_nodes" -gt 0 ] && [ "$n_nodes" = "$n_ids" ] && ok "every lineage node has its id ($n_ids)" ||
+  not_ok "every lineage node has its id" "$n_nodes nodes, $n_ids ids"
+expect_grep "directive bars legend" "$TMP/r.html" 'class="legend">best score with this value<'
 for s in summary scores lineage directives cost best-diff failures; do
   expect_grep "section $s is there" "$TMP/r.html" "<section id=\"$s\">"
 done
