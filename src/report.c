@@ -29,7 +29,8 @@ static const char CSS[] =
     ".node.failed,.node.rejected{stroke:#d62728;stroke-width:2;"
     "fill-opacity:.25}.node.running,.node.pending{fill-opacity:.3;"
     "stroke:#555;stroke-dasharray:2 2}.tick{font-size:10px}"
-    ".label{font-size:12px}.note{color:#666}";
+    ".label{font-size:12px}.note{color:#666}"
+    ".nid{font-size:8px;fill:#555}.legend{font-size:11px;fill:#333}";
 
 static double num(const json_t *o, const char *k)
 {
