@@ -79,6 +79,13 @@ $(BUILD)/tests/%: tests/unit/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
+# the fuzz targets' replay drivers (see fuzzing below) are part of make test
+FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_NAMES   := $(FUZZ_SRC:tests/fuzz/%.c=%)
+FUZZ_REPLAY  := $(FUZZ_NAMES:%=$(BUILD)/tests/%)
+FUZZ_SECONDS ?= 60
+FUZZ_LIB_SRC := $(filter-out src/main.c,$(LIB_SRC))
+
 test check: $(BUILD)/cuco $(TEST_BIN) $(HELPER_BIN) $(FUZZ_REPLAY)
 	@if [ "$(BUILD)" = build ]; then cp $(BUILD)/cuco cuco; fi
 	@BUILD=$(BUILD) tests/run.sh
@@ -110,11 +117,6 @@ clean:
 # `make fuzz` runs each for FUZZ_SECONDS under libFuzzer (clang, ASan and
 # UBSan) from the seeds in tests/fuzz/corpus/NAME/; `make test` replays
 # those with the gcc-built replay driver (build/tests/fuzz_NAME).
-FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_NAMES   := $(FUZZ_SRC:tests/fuzz/%.c=%)
-FUZZ_REPLAY  := $(FUZZ_NAMES:%=$(BUILD)/tests/%)
-FUZZ_SECONDS ?= 60
-FUZZ_LIB_SRC := $(filter-out src/main.c,$(LIB_SRC))
 
 $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)
