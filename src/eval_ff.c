@@ -367,25 +367,23 @@ void eval_cheat_summary(const struct eval_cheat_tally *t, char *out, size_t n)
     snprintf(out + l, n - l, "%s %d NOT caught as expected",
              parts++ ? "," : "", t->failures);
   }
-  if (t->need_build) {
-    l = strlen(out);
-    snprintf(out + l, n - l, "%s %d need%s a build (not judged)",
-             parts++ ? "," : "", t->need_build, t->need_build == 1 ? "s" : "");
-  }
-  if (t->need_gpu) {
-    l = strlen(out);
-    snprintf(out + l, n - l, "%s %d need%s a GPU (not judged)",
-             parts++ ? "," : "", t->need_gpu, t->need_gpu == 1 ? "s" : "");
-  }
-  if (t->need_bench) {
-    l = strlen(out);
-    snprintf(out + l, n - l, "%s %d need%s the bench (not judged: --no-bench)",
-             parts++ ? "," : "", t->need_bench, t->need_bench == 1 ? "s" : "");
-  }
-  if (t->need_ranks) {
-    l = strlen(out);
-    snprintf(out + l, n - l, "%s %d need%s more ranks (not judged)",
-             parts++ ? "," : "", t->need_ranks, t->need_ranks == 1 ? "s" : "");
+  {
+    /* the cheats that were not judged, by what their stage needed */
+    const struct {
+      int count;
+      const char *what;
+    } nj[] = {{t->need_build, "a build (not judged)"},
+              {t->need_gpu, "a GPU (not judged)"},
+              {t->need_bench, "the bench (not judged: --no-bench)"},
+              {t->need_ranks, "more ranks (not judged)"}};
+    size_t k;
+    for (k = 0; k < sizeof(nj) / sizeof(nj[0]); k++) {
+      if (!nj[k].count)
+        continue;
+      l = strlen(out);
+      snprintf(out + l, n - l, "%s %d need%s %s", parts++ ? "," : "",
+               nj[k].count, nj[k].count == 1 ? "s" : "", nj[k].what);
+    }
   }
 }
 
