@@ -609,6 +609,31 @@ static int allocation_gone(const char *t)
   return 0;
 }
 
+/* srun: whether the job cuco runs in is still running.  A step that
+ * fails as its allocation is cancelled does not always say so (srun may
+ * be killed before it prints), so a failed step asks the controller.
+ * 1 running or unknown (no job id, squeue unreachable), 0 ended. */
+static int allocation_alive(void)
+{
+  const char *job = getenv("SLURM_JOB_ID");
+  const char *argv[] = {"squeue",      "--noheader", "--states=all",
+                        "--format=%T", NULL,         NULL};
+  char jarg[64], *out;
+  int ok, alive = 1;
+
+  if (!job || !*job)
+    return 1;
+  snprintf(jarg, sizeof(jarg), "--jobs=%s", job);
+  argv[4] = jarg;
+  out = proc_capture(argv, 4096, &ok);
+  /* squeue's own failure (controller unreachable) proves nothing */
+  if (out && ok && strncmp(out, "RUNNING", 7) &&
+      strncmp(out, "CONFIGURING", 11))
+    alive = 0;
+  free(out);
+  return alive;
+}
+
 static void describe_end(const struct launcher_run_opts *o, struct job *j,
                          struct launcher_result *r)
 {
@@ -634,7 +659,8 @@ static void describe_end(const struct launcher_run_opts *o, struct job *j,
   }
   if (r->timed_out)
     return;
-  if (!r->all_ok && o->l->kind == LAUNCHER_SRUN && allocation_gone(errt)) {
+  if (!r->all_ok && o->l->kind == LAUNCHER_SRUN &&
+      (allocation_gone(errt) || !allocation_alive())) {
     const char *job = getenv("SLURM_JOB_ID");
     r->job_ended = 1;
     last_line(errt, tail, sizeof(tail));

@@ -446,9 +446,11 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
     pthread_mutex_unlock(&s->mu);
   }
   free(code);
-  if (!rc && r.interrupted) {
+  if (!rc &&
+      (r.interrupted || (search_interrupted && strcmp(r.status, "ok")))) {
     /* its run was killed because cuco is stopping (an allocation that
-     * ended): no verdict; the row stays 'running' for --resume */
+     * ended, a signal that reached a build or a local run too): no
+     * verdict; the row stays 'running' for --resume to evaluate again */
     log_warn("evolve: #%lld not judged (%s); stopping: --resume continues "
              "the run",
              (long long)id, r.error);

@@ -140,5 +140,5 @@ tunes=$(q "select count(*) from programs where edit_kind = 'tune'")
 bad=$(q "select count(*) from programs where status = 'failed'")
 if [ -n "$job" ] && [ "$left" = 0 ] && [ "$tunes" = 8 ] && [ "$bad" = 0 ]; then
   ok "after the allocation ended (job $job), --resume finished the run: 8 candidates, none failed or left"
-else not_ok "--resume after the allocation ended" "job '$job' left $left tunes $tunes failed $bad; $(tail -5 "$TMP/ev2a.out")"; fi
+else not_ok "--resume after the allocation ended" "job '$job' left $left tunes $tunes failed $bad; failed: $(q "select id || ' ' || stage || ': ' || substr(error, 1, 400) from programs where status = 'failed'"); first run: $(tail -5 "$TMP/ev2a.out")"; fi
 done_testing
