@@ -199,6 +199,32 @@ int rt_judge_output(struct wl_ctx *ctx, struct rt_buf *b, const struct rt_opts *
 // Append "[PREFIX: ]TEXT" to REASON (capacity RT_REASON_MAX).
 void rt_reason_add(char *reason, const char *prefix, const char *text);
 
+// Names RESULT.json carries when --workload/--impl were not given.
+#ifndef CUCO_WORKLOAD_NAME
+#define CUCO_WORKLOAD_NAME ""
+#endif
+#ifndef CUCO_IMPL_NAME
+#define CUCO_IMPL_NAME ""
+#endif
+// ---- rt_judge.cu: RESULT.json (docs/contracts.md section 4), both modes
+enum { RT_STEP_CHECK = 0, RT_STEP_TIMED = 1, RT_STEP_PERTURB = 2 };
+extern const char *const rt_step_kind_name[3];
+// One verification record; identical layout on every rank (allgathered).
+struct rt_check {
+  int rank, kind, passed;  // kind: RT_STEP_*
+  char output[WL_NAME_MAX];
+  double rel_l2, row_rel, block_rel;
+  unsigned long long nan, poison, outside;
+  char reason[RT_REASON_MAX];
+};
+// Write O->out atomically (a temp file renamed): the head (workload, impl,
+// params, size, NRANKS, VRANKS, protocol_test = VRANKS > 0, STATUS, ERROR,
+// replay), the N checks, then what TAIL(F, ARG) prints (",\n \"timing\": ..."
+// sections; TAIL may be NULL), then the machine.  Errors go to stderr.
+void rt_result_write(const struct rt_opts *o, int nranks, int vranks, const char *status,
+                     const char *error, const struct rt_check *checks, int n,
+                     void (*tail)(FILE *f, const void *arg), const void *arg);
+
 // ---- rt_vranks.cu: the --vranks mode (binaries built with -DCUCO_VRANKS)
 #ifdef CUCO_VRANKS
 // Rank ctx's next WINDOW buffer B: a slice of the world's R-slice window.

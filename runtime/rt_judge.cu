@@ -165,3 +165,64 @@ int rt_judge_output(struct wl_ctx *ctx, struct rt_buf *b, const struct rt_opts *
   j->passed = !j->reason[0];
   return 0;
 }
+
+const char *const rt_step_kind_name[3] = {"check", "timed", "perturb"};
+
+void rt_result_write(const struct rt_opts *o, int nranks, int vranks, const char *status,
+                     const char *error, const struct rt_check *checks, int n,
+                     void (*tail)(FILE *f, const void *arg), const void *arg) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", o->out);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    fprintf(stderr, "cannot write %s\n", tmp);
+    return;
+  }
+  fprintf(f, "{\"schema\": 1, \"workload\": ");
+  rt_json_str(f, o->workload ? o->workload : CUCO_WORKLOAD_NAME);
+  fprintf(f, ", \"impl\": ");
+  rt_json_str(f, o->impl ? o->impl : CUCO_IMPL_NAME);
+  fprintf(f, ",\n \"params\": {");
+  for (int i = 0; i < o->prob.nparams; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    rt_json_str(f, o->prob.params[i].name);
+    fprintf(f, ": %lld", o->prob.params[i].value);
+  }
+  fprintf(f, "}, \"size\": ");
+  rt_json_str(f, o->prob.size_name);
+  fprintf(f, ", \"nranks\": %d, \"vranks\": %d, \"protocol_test\": %s,"
+             " \"mode\": \"%s\",\n \"status\": \"%s\", \"error\": ",
+          nranks, vranks, vranks ? "true" : "false",
+          o->mode == RT_MODE_BENCH ? "bench" : "verify", status);
+  rt_json_str(f, error);
+  char hex[33];
+  rt_secret_hex(hex);
+  fprintf(f, ", \"checks_skipped\": %d,\n \"replay\": {\"seed\": %llu, \"secret\": \"%s\","
+             " \"secret_source\": \"%s\"},",
+          o->skip, o->prob.seed, hex, rt_secret_drawn() ? "drawn" : "fd");
+  memset(hex, 0, sizeof hex);
+  fprintf(f, "\n \"verify\": {\"passed\": %s, \"seed\": %llu,"
+             " \"tol\": %g, \"local_tol\": %g, \"block_tol\": %g, \"checks\": [",
+          !strcmp(status, "ok") ? "true" : "false", o->prob.seed, o->tol, o->local_tol,
+          o->block_tol);
+  for (int i = 0; i < n; i++) {
+    const struct rt_check *c = &checks[i];
+    fprintf(f, "%s\n  {\"rank\": %d, \"output\": ", i ? "," : "", c->rank);
+    rt_json_str(f, c->output);
+    fprintf(f, ", \"step\": \"%s\", \"rel_l2\": %.6g, \"row_rel_l2\": %.6g,"
+               " \"block_rel_l2\": %.6g, \"tol\": %g, \"nan\": %llu, \"poison\": %llu,"
+               " \"outside\": %llu, \"passed\": %s, \"reason\": ",
+            rt_step_kind_name[c->kind >= 0 && c->kind <= 2 ? c->kind : 0],
+            isfinite(c->rel_l2) ? c->rel_l2 : 1e308, isfinite(c->row_rel) ? c->row_rel : 1e308,
+            isfinite(c->block_rel) ? c->block_rel : 1e308, o->tol, c->nan, c->poison,
+            c->outside, c->passed ? "true" : "false");
+    rt_json_str(f, c->reason);
+    fputc('}', f);
+  }
+  fprintf(f, "]}");
+  if (tail) tail(f, arg);
+  fprintf(f, ",\n \"machine\": ");
+  rt_json_machine(f, o->machine);
+  fprintf(f, "}\n");
+  if (fclose(f) == 0 && rename(tmp, o->out) != 0) fprintf(stderr, "cannot rename %s\n", tmp);
+}

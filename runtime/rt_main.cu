@@ -41,24 +41,7 @@ extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) __attribut
 #define RT_HC_ABS_MS 0.25
 #define RT_HC_REL 0.10
 
-#ifndef CUCO_WORKLOAD_NAME
-#define CUCO_WORKLOAD_NAME ""
-#endif
-#ifndef CUCO_IMPL_NAME
-#define CUCO_IMPL_NAME ""
-#endif
 
-enum { ST_CHECK = 0, ST_TIMED = 1, ST_PERTURB = 2 };
-static const char *step_kind_name[] = {"check", "timed", "perturb"};
-
-// One verification record; identical layout on every rank (allgathered).
-struct rt_check {
-  int rank, kind, passed;
-  char output[WL_NAME_MAX];
-  double rel_l2, row_rel, block_rel;
-  unsigned long long nan, poison, outside;
-  char reason[RT_REASON_MAX];
-};
 
 struct rt_run {
   struct rt_opts *o;
@@ -92,9 +75,9 @@ static void add_reason(struct rt_check *c, const char *fmt, const char *arg,
 static struct rt_check *new_check(struct rt_run *r, int kind,
                                   const char *output) {
   // Timed steps fold into one record per output (worst values kept).
-  if (kind == ST_TIMED)
+  if (kind == RT_STEP_TIMED)
     for (int i = 0; i < r->nchecks; i++)
-      if (r->checks[i].kind == ST_TIMED && !strcmp(r->checks[i].output, output))
+      if (r->checks[i].kind == RT_STEP_TIMED && !strcmp(r->checks[i].output, output))
         return &r->checks[i];
   if (r->nchecks >= RT_MAX_CHECKS) return &r->checks[RT_MAX_CHECKS - 1];
   struct rt_check *c = &r->checks[r->nchecks++];
@@ -110,7 +93,7 @@ static void note_fail(struct rt_run *r, const struct rt_check *c) {
   if (c->passed) return;
   if (!r->failed)
     snprintf(r->first_reason, sizeof r->first_reason, "rank %d %s %s: %s",
-             r->ctx->prob.rank, step_kind_name[c->kind], c->output, c->reason);
+             r->ctx->prob.rank, rt_step_kind_name[c->kind], c->output, c->reason);
   r->failed = 1;
 }
 
@@ -340,7 +323,7 @@ static void sol_check(struct rt_run *r, struct timing *tm) {
   tm->have_bound = 1;
   if (r->o->skip & RT_CK_SOL) return;
   if (tm->median < tm->bound.ms) {
-    struct rt_check *c = new_check(r, ST_TIMED, "(speed-of-light)");
+    struct rt_check *c = new_check(r, RT_STEP_TIMED, "(speed-of-light)");
     char text[RT_REASON_MAX];
     snprintf(text, sizeof text,
              "speed-of-light: faster than the hardware allows: %.4g ms < %.4g ms (%s bound)",
@@ -359,19 +342,19 @@ static int run_verify(struct rt_run *r, unsigned long long *step_no) {
   for (int i = 0; i < nchk; i++) {
     rt_progress(r->o, "verify");
     RT_TRY(one_step(r, -1, ++*step_no, &t));
-    RT_TRY(verify_step(r, ST_CHECK, -1, 1));
+    RT_TRY(verify_step(r, RT_STEP_CHECK, -1, 1));
     if (t.ev_ms > r->plain_max_ms) r->plain_max_ms = t.ev_ms;
     double gap = t.host_ms - t.snap_ms - t.ev_ms;
     if (gap < best_gap) best_gap = gap, best_ev = t.ev_ms;
   }
-  host_clock_check(r, ST_CHECK, best_ev, best_gap);
+  host_clock_check(r, RT_STEP_CHECK, best_ev, best_gap);
   for (int pk = 0; r->o->perturb && pk < 3; pk++) {
     if (r->o->skip & rt_pk_bit[pk]) continue;  // switched off (tests only)
     char st[32];
     snprintf(st, sizeof st, "perturb %d", pk);
     rt_progress(r->o, st);
     RT_TRY(one_step(r, pk, ++*step_no, &t));
-    RT_TRY(verify_step(r, ST_PERTURB, pk, 1));
+    RT_TRY(verify_step(r, RT_STEP_PERTURB, pk, 1));
   }
   return 0;
 }
@@ -428,7 +411,7 @@ static int run_bench(struct rt_run *r, unsigned long long *step_no,
          ((r->o->skip & RT_CK_SECRET_STEPS)
               ? rt_mix64(ctx->prob.seed ^ (*step_no * 77))
               : rt_prf(RT_PRF_TIMED, ctx->prob.seed, *step_no, 0)) % 4 == 0))
-      RT_TRY(verify_step(r, ST_TIMED, RT_PK_TIMED, 1));
+      RT_TRY(verify_step(r, RT_STEP_TIMED, RT_PK_TIMED, 1));
     n++;
     int want_stop = n >= r->o->iters && total >= r->o->min_time * 1e3;
     RT_TRY(barrier(r, ctx->bar_stream, &want_stop, 1));
@@ -467,64 +450,20 @@ static int run_bench(struct rt_run *r, unsigned long long *step_no,
   tm->lo = sorted[lo < 0 ? 0 : lo];
   tm->hi = sorted[hi > n - 1 ? n - 1 : hi];
   qsort(gaps, n, sizeof(double), cmp_double);
-  host_clock_check(r, ST_TIMED, tm->median, pct(gaps, n, 0.5));
+  host_clock_check(r, RT_STEP_TIMED, tm->median, pct(gaps, n, 0.5));
   sol_check(r, tm);
   return 0;
 }
 
-static void write_result(struct rt_run *r, const char *status,
-                         const char *error, const struct rt_check *all,
-                         int nall, const struct timing *tm) {
-  struct rt_opts *o = r->o;
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp", o->out);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    fprintf(stderr, "cannot write %s\n", tmp);
-    return;
-  }
-  fprintf(f, "{\"schema\": 1, \"workload\": ");
-  rt_json_str(f, o->workload ? o->workload : CUCO_WORKLOAD_NAME);
-  fprintf(f, ", \"impl\": ");
-  rt_json_str(f, o->impl ? o->impl : CUCO_IMPL_NAME);
-  fprintf(f, ",\n \"params\": {");
-  for (int i = 0; i < o->prob.nparams; i++) {
-    fprintf(f, "%s", i ? ", " : "");
-    rt_json_str(f, o->prob.params[i].name);
-    fprintf(f, ": %lld", o->prob.params[i].value);
-  }
-  fprintf(f, "}, \"size\": ");
-  rt_json_str(f, o->prob.size_name);
-  fprintf(f, ", \"nranks\": %d, \"vranks\": %d, \"protocol_test\": %s,"
-             " \"mode\": \"%s\",\n \"status\": \"%s\", \"error\": ",
-          o->prob.nranks, o->vranks, o->vranks ? "true" : "false",
-          o->mode == RT_MODE_BENCH ? "bench" : "verify", status);
-  rt_json_str(f, error);
-  char hex[33];
-  rt_secret_hex(hex);
-  fprintf(f, ", \"checks_skipped\": %d,\n \"replay\": {\"seed\": %llu, \"secret\": \"%s\","
-             " \"secret_source\": \"%s\"},",
-          o->skip, o->prob.seed, hex, rt_secret_drawn() ? "drawn" : "fd");
-  memset(hex, 0, sizeof hex);
-  fprintf(f, "\n \"verify\": {\"passed\": %s, \"seed\": %llu,"
-             " \"tol\": %g, \"local_tol\": %g, \"block_tol\": %g, \"checks\": [",
-          !strcmp(status, "ok") ? "true" : "false", o->prob.seed, o->tol,
-          o->local_tol, o->block_tol);
-  for (int i = 0; i < nall; i++) {
-    const struct rt_check *c = &all[i];
-    fprintf(f, "%s\n  {\"rank\": %d, \"output\": ", i ? "," : "", c->rank);
-    rt_json_str(f, c->output);
-    fprintf(f, ", \"step\": \"%s\", \"rel_l2\": %.6g, \"row_rel_l2\": %.6g,"
-               " \"block_rel_l2\": %.6g, \"tol\": %g, \"nan\": %llu, \"poison\": %llu,"
-               " \"outside\": %llu, \"passed\": %s, \"reason\": ",
-            step_kind_name[c->kind], isfinite(c->rel_l2) ? c->rel_l2 : 1e308,
-            isfinite(c->row_rel) ? c->row_rel : 1e308,
-            isfinite(c->block_rel) ? c->block_rel : 1e308, o->tol, c->nan, c->poison,
-            c->outside, c->passed ? "true" : "false");
-    rt_json_str(f, c->reason);
-    fputc('}', f);
-  }
-  fprintf(f, "]}");
+// RESULT.json's timing and bound sections (bench mode).
+struct timing_arg {
+  const struct rt_opts *o;
+  const struct timing *tm;
+};
+
+static void write_timing(FILE *f, const void *arg) {
+  const struct rt_opts *o = ((const struct timing_arg *)arg)->o;
+  const struct timing *tm = ((const struct timing_arg *)arg)->tm;
   if (tm && tm->steps) {
     fprintf(f, ",\n \"timing\": {\"warmup\": %d, \"steps\": %d, \"median_ms\": %.6g,"
                " \"p10_ms\": %.6g, \"p90_ms\": %.6g, \"ci95_lo_ms\": %.6g,"
@@ -553,11 +492,13 @@ static void write_result(struct rt_run *r, const char *status,
       fputc('}', f);
     }
   }
-  fprintf(f, ",\n \"machine\": ");
-  rt_json_machine(f, o->machine);
-  fprintf(f, "}\n");
-  if (fclose(f) == 0 && rename(tmp, o->out) != 0)
-    fprintf(stderr, "cannot rename %s\n", tmp);
+}
+
+static void write_result(struct rt_run *r, const char *status, const char *error,
+                         const struct rt_check *all, int nall, const struct timing *tm) {
+  struct timing_arg ta = {r->o, tm};
+  rt_result_write(r->o, r->o->prob.nranks, r->o->vranks, status, error, all, nall,
+                  write_timing, &ta);
 }
 
 static struct wl_ctx g_ctx;  // the one rank of this process
@@ -662,7 +603,7 @@ int main(int argc, char **argv) {
       // Bench starts with one fully verified step (+ host-clock at the end).
       struct step_time t;
       rt_progress(&o, "verify");
-      if (one_step(&r, -1, ++step_no, &t) != 0 || verify_step(&r, ST_CHECK, -1, 1) != 0 ||
+      if (one_step(&r, -1, ++step_no, &t) != 0 || verify_step(&r, RT_STEP_CHECK, -1, 1) != 0 ||
           run_bench(&r, &step_no, &g_tm) != 0)
         goto out;
     }
@@ -692,7 +633,7 @@ int main(int argc, char **argv) {
         if (!tmp[i].passed && !r.failed) {
           r.failed = 1;
           snprintf(r.first_reason, sizeof r.first_reason, "rank %d %s %s: %s", q,
-                   step_kind_name[tmp[i].kind], tmp[i].output, tmp[i].reason);
+                   rt_step_kind_name[tmp[i].kind], tmp[i].output, tmp[i].reason);
         }
       }
     }

@@ -35,12 +35,6 @@ int rt_check_coresident(struct wl_ctx *ctx, const void *kernel, int grid, int bl
 
 #include "vnccl_host.h"
 
-#ifndef CUCO_WORKLOAD_NAME
-#define CUCO_WORKLOAD_NAME ""
-#endif
-#ifndef CUCO_IMPL_NAME
-#define CUCO_IMPL_NAME ""
-#endif
 #define VR_MAX_DC 8
 #define VR_MAX_RES 64
 
@@ -128,14 +122,6 @@ int rt_vranks_devcomm(struct wl_ctx *ctx, const ncclDevCommRequirements *reqs,
 
 // ---------------------------------------------------------------- steps
 
-enum { VK_CHECK = 0, VK_PERTURB = 2 };
-struct vr_check {
-  int rank, kind, passed;
-  char output[WL_NAME_MAX];
-  double rel_l2, row_rel, block_rel;
-  unsigned long long nan, poison, outside;
-  char reason[RT_REASON_MAX];
-};
 
 struct vr_run {
   struct rt_opts *o;
@@ -143,18 +129,18 @@ struct vr_run {
   struct wl_ctx **ctx;
   unsigned long long **hash; // per rank: [2 * RT_MAX_BUFS] device
   cudaEvent_t *prepared;     // per rank: end of its preparation (perturbed steps)
-  struct vr_check *checks;
+  struct rt_check *checks;
   int nchecks, maxchecks, failed;
   char first[320];
 };
 
 // One record per (rank, kind, output): worst values kept.
-static struct vr_check *vr_get(struct vr_run *v, int rank, int kind, const char *output) {
+static struct rt_check *vr_get(struct vr_run *v, int rank, int kind, const char *output) {
   for (int i = 0; i < v->nchecks; i++)
     if (v->checks[i].rank == rank && v->checks[i].kind == kind &&
         !strcmp(v->checks[i].output, output))
       return &v->checks[i];
-  struct vr_check *c = &v->checks[v->nchecks < v->maxchecks ? v->nchecks++ : v->maxchecks - 1];
+  struct rt_check *c = &v->checks[v->nchecks < v->maxchecks ? v->nchecks++ : v->maxchecks - 1];
   memset(c, 0, sizeof *c);
   c->rank = rank;
   c->kind = kind;
@@ -163,11 +149,11 @@ static struct vr_check *vr_get(struct vr_run *v, int rank, int kind, const char 
   return c;
 }
 
-static void vr_note(struct vr_run *v, const struct vr_check *c) {
+static void vr_note(struct vr_run *v, const struct rt_check *c) {
   if (c->passed || v->failed) return;
   v->failed = 1;
   snprintf(v->first, sizeof v->first, "virtual rank %d %s %s: %s", c->rank,
-           c->kind == VK_PERTURB ? "perturb" : "check", c->output, c->reason);
+           rt_step_kind_name[c->kind], c->output, c->reason);
 }
 
 // Appended to workload errors that mention NCCL: the usual cause here.
@@ -347,7 +333,7 @@ static int vr_verify(struct vr_run *v, int kind, int pk) {
                           cudaMemcpyDeviceToHost));
     for (int i = 0; i < ctx->nbufs && !(v->o->skip & RT_CK_INPUT_HASH); i++)
       if (ctx->bufs[i].kind == RT_INPUT && hh[2 * i] != hh[2 * i + 1]) {
-        struct vr_check *c = vr_get(v, r, kind, "(inputs)");
+        struct rt_check *c = vr_get(v, r, kind, "(inputs)");
         snprintf(text, sizeof text, "input-hash: INPUT %s changed during the step",
                  ctx->bufs[i].name);
         if (!c->reason[0]) rt_reason_add(c->reason, prefix, text);
@@ -364,7 +350,7 @@ static int vr_verify(struct vr_run *v, int kind, int pk) {
         rt_errorf("virtual rank %d: %s", r, e);
         return -1;
       }
-      struct vr_check *c = vr_get(v, r, kind, b->name);
+      struct rt_check *c = vr_get(v, r, kind, b->name);
       if (j.rel > c->rel_l2 || j.rel != j.rel) c->rel_l2 = j.rel;
       if (j.row > c->row_rel) c->row_rel = j.row;
       if (j.block > c->block_rel) c->block_rel = j.block;
@@ -383,58 +369,7 @@ static int vr_verify(struct vr_run *v, int kind, int pk) {
 
 // RESULT.json as docs/contracts.md section 4, protocol_test true, no timing.
 static void vr_write(struct vr_run *v, const char *status, const char *error) {
-  struct rt_opts *o = v->o;
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp", o->out);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    fprintf(stderr, "cannot write %s\n", tmp);
-    return;
-  }
-  fprintf(f, "{\"schema\": 1, \"workload\": ");
-  rt_json_str(f, o->workload ? o->workload : CUCO_WORKLOAD_NAME);
-  fprintf(f, ", \"impl\": ");
-  rt_json_str(f, o->impl ? o->impl : CUCO_IMPL_NAME);
-  fprintf(f, ",\n \"params\": {");
-  for (int i = 0; i < o->prob.nparams; i++) {
-    fprintf(f, "%s", i ? ", " : "");
-    rt_json_str(f, o->prob.params[i].name);
-    fprintf(f, ": %lld", o->prob.params[i].value);
-  }
-  fprintf(f, "}, \"size\": ");
-  rt_json_str(f, o->prob.size_name);
-  fprintf(f, ", \"nranks\": %d, \"vranks\": %d, \"protocol_test\": true, \"mode\": \"%s\",\n"
-             " \"status\": \"%s\", \"error\": ",
-          v->R, v->R, o->mode == RT_MODE_BENCH ? "bench" : "verify", status);
-  rt_json_str(f, error);
-  char hex[33];
-  rt_secret_hex(hex);
-  fprintf(f, ", \"checks_skipped\": %d,\n \"replay\": {\"seed\": %llu, \"secret\": \"%s\","
-             " \"secret_source\": \"%s\"}",
-          o->skip, o->prob.seed, hex, rt_secret_drawn() ? "drawn" : "fd");
-  memset(hex, 0, sizeof hex);
-  fprintf(f, ",\n \"verify\": {\"passed\": %s, \"seed\": %llu, \"tol\": %g,"
-             " \"local_tol\": %g, \"block_tol\": %g, \"checks\": [",
-          !strcmp(status, "ok") ? "true" : "false", o->prob.seed, o->tol, o->local_tol,
-          o->block_tol);
-  for (int i = 0; i < v->nchecks; i++) {
-    const struct vr_check *c = &v->checks[i];
-    fprintf(f, "%s\n  {\"rank\": %d, \"output\": ", i ? "," : "", c->rank);
-    rt_json_str(f, c->output);
-    fprintf(f, ", \"step\": \"%s\", \"rel_l2\": %.6g, \"row_rel_l2\": %.6g,"
-               " \"block_rel_l2\": %.6g, \"tol\": %g, \"nan\": %llu, \"poison\": %llu,"
-               " \"outside\": %llu, \"passed\": %s, \"reason\": ",
-            c->kind == VK_PERTURB ? "perturb" : "check", isfinite(c->rel_l2) ? c->rel_l2 : 1e308,
-            isfinite(c->row_rel) ? c->row_rel : 1e308,
-            isfinite(c->block_rel) ? c->block_rel : 1e308, o->tol, c->nan, c->poison,
-            c->outside, c->passed ? "true" : "false");
-    rt_json_str(f, c->reason);
-    fputc('}', f);
-  }
-  fprintf(f, "]},\n \"machine\": ");
-  rt_json_machine(f, o->machine);
-  fprintf(f, "}\n");
-  if (fclose(f) == 0 && rename(tmp, o->out) != 0) fprintf(stderr, "cannot rename %s\n", tmp);
+  rt_result_write(v->o, v->R, v->R, status, error, v->checks, v->nchecks, NULL, NULL);
 }
 
 static int vr_boot(struct vr_run *v) {
@@ -478,7 +413,7 @@ static int vr_boot(struct vr_run *v) {
   v->hash = (unsigned long long **)calloc(v->R, sizeof *v->hash);
   v->prepared = (cudaEvent_t *)calloc(v->R, sizeof *v->prepared);
   v->maxchecks = v->R * (RT_MAX_BUFS + 1) * 2;
-  v->checks = (struct vr_check *)calloc(v->maxchecks, sizeof *v->checks);
+  v->checks = (struct rt_check *)calloc(v->maxchecks, sizeof *v->checks);
   if (!v->ctx || !v->hash || !v->checks || !v->prepared) {
     rt_errorf("out of host memory");
     return -1;
@@ -553,7 +488,7 @@ int rt_vranks_main(struct rt_opts *o) {
     if (o->mode == RT_MODE_BENCH) plain = o->warmup + o->iters > 200 ? 200 : o->warmup + o->iters;
     for (int i = 0; i < plain; i++) {
       rt_progress(o, "verify");
-      if (vr_step(&v, ++step, -1, -1, 0) != 0 || vr_verify(&v, VK_CHECK, -1) != 0) goto out;
+      if (vr_step(&v, ++step, -1, -1, 0) != 0 || vr_verify(&v, RT_STEP_CHECK, -1) != 0) goto out;
     }
     // Perturbed steps: every rank delayed once on the device, then every
     // rank's launch delayed once on the host (kinds switched off: skipped).
@@ -564,7 +499,7 @@ int rt_vranks_main(struct rt_opts *o) {
         double ms = 1.0 + (double)(rt_prf(RT_PRF_PERTURB, o->prob.seed, step + 1, late) % 4000) /
                               1000.0;
         if (vr_step(&v, ++step, kinds[k], late, ms) != 0 ||
-            vr_verify(&v, VK_PERTURB, kinds[k]) != 0)
+            vr_verify(&v, RT_STEP_PERTURB, kinds[k]) != 0)
           goto out;
       }
   }
