@@ -337,6 +337,7 @@ static inline int kv_grid(long long n, int threads) {
 // The compute core of one prefill rank (host side).
 struct kv_core {
   cublasHandle_t blas;
+  cudaStream_t blas_stream;  // the stream BLAS is bound to (rt_stream, in setup)
   void *ws;
   float2 *rope_tab;  // [maxpos][HD/2]
   int *pos_dev;      // [S] position of each row
@@ -368,7 +369,16 @@ static inline int kv_core_init(struct wl_ctx *ctx, const struct kv_shape *s,
   RT_LAUNCH(ctx);
   RT_CUDA(ctx, cudaDeviceSynchronize());
   KV_BLAS(ctx, cublasCreate(&c->blas));
+  // Bound here, once, to the step stream every implementation computes on,
+  // so a step makes no cublasSetStream/cublasSetWorkspace call.  Suspected,
+  // not yet proven on a GPU (tests/gpu/diag.sh): they reset the handle to
+  // cuBLAS's own workspace pool and may wait for the whole device, which
+  // under virtual ranks means a peer's spinning kernel; kv_transfer
+  // --vranks 2 hung at v_tiny on the H200 while only the v2-API workloads
+  // (kv, moe) hang and the cuBLASLt one (gemm_allgather) does not.
+  KV_BLAS(ctx, cublasSetStream(c->blas, rt_stream(ctx)));
   KV_BLAS(ctx, cublasSetWorkspace(c->blas, c->ws, KV_WS_BYTES));
+  c->blas_stream = rt_stream(ctx);
   return 0;
 }
 
@@ -380,12 +390,15 @@ static inline int kv_compute_layer(struct wl_ctx *ctx, const struct kv_shape *s,
   const float one = 1.0f, zero = 0.0f;
   const long long n = 2 * s->W;
   const char *wl = (const char *)Wt + (size_t)l * s->DM * n * 2;
-  KV_BLAS(ctx, cublasSetStream(c->blas, stream));
-  // cublasSetStream resets the handle to cuBLAS's default workspace pool
-  // (cuBLAS docs), so the SCRATCH workspace is set again: no library-owned
-  // allocation inside a step (one would wait for the whole device, i.e.
-  // for a spinning consumer, under virtual ranks).
-  KV_BLAS(ctx, cublasSetWorkspace(c->blas, c->ws, KV_WS_BYTES));
+  if (stream != c->blas_stream) {  // another stream: rebind (see kv_core_init)
+    KV_BLAS(ctx, cublasSetStream(c->blas, stream));
+    // cublasSetStream resets the handle to cuBLAS's default workspace pool
+    // (cuBLAS docs), so the SCRATCH workspace is set again: no library-owned
+    // allocation inside a step (one would wait for the whole device, i.e.
+    // for a spinning consumer, under virtual ranks).
+    KV_BLAS(ctx, cublasSetWorkspace(c->blas, c->ws, KV_WS_BYTES));
+    c->blas_stream = stream;
+  }
   // Row-major OUT[S, n] = X[S, DM] * W_l[DM, n]  <=>  col-major OUT^T = W_l^T X^T.
   KV_BLAS(ctx, cublasGemmEx(c->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)s->S, (int)s->DM,
                             &one, wl, CUDA_R_16BF, (int)n, X, CUDA_R_16BF, (int)s->DM, &zero,

@@ -151,6 +151,8 @@ struct moe_core {
   int32_t *ridx_h;  // pinned staging of the hook (not for implementations)
   float *rw_h;
   cublasHandle_t blas, blas2;  // main and side stream (separate workspaces)
+  cudaStream_t side;           // the side stream blas2 is bound to (setup)
+  cudaStream_t blas_st, blas2_st;  // the streams they are bound to now
   void *ws, *ws2;
   // expert scratch (rows in expert-contiguous order)
   void *A, *H1, *ACT, *O;  // [rows][H], [rows][2F], [rows][F], [rows][H] bf16
@@ -228,10 +230,22 @@ static inline int moe_core_init(struct wl_ctx *ctx, const struct wl_problem *p,
   RT_CUDA(ctx, cudaMallocHost((void **)&c->ridx_h, sizeof(int32_t) * T * s->K));
   RT_CUDA(ctx, cudaMallocHost((void **)&c->rw_h, sizeof(float) * T * s->K));
   RT_CUDA(ctx, cudaMallocHost((void **)&c->eoff_h, sizeof(int) * 4 * (s->El + 1)));
+  // Both handles are bound here, once: blas to the step stream, blas2 to
+  // the core's side stream (c->side, for the shared expert), so a step that
+  // uses them there makes no cublasSetStream/cublasSetWorkspace call.
+  // Suspected, not yet proven on a GPU (tests/gpu/diag.sh): those calls may
+  // wait for the whole device, which under virtual ranks means a peer's
+  // spinning kernel (moe_dsv3 --vranks 4 timed out in its barriers with a
+  // rank inside cuBLAS; the cuBLASLt workload gemm_allgather never did).
+  RT_CUDA(ctx, cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking));
   MOE_BLAS(ctx, cublasCreate(&c->blas));
+  MOE_BLAS(ctx, cublasSetStream(c->blas, rt_stream(ctx)));
   MOE_BLAS(ctx, cublasSetWorkspace(c->blas, c->ws, MOE_WS_BYTES));
+  c->blas_st = rt_stream(ctx);
   MOE_BLAS(ctx, cublasCreate(&c->blas2));
+  MOE_BLAS(ctx, cublasSetStream(c->blas2, c->side));
   MOE_BLAS(ctx, cublasSetWorkspace(c->blas2, c->ws2, MOE_WS_BYTES));
+  c->blas2_st = c->side;
   rt_on_reset(ctx, moe_route_hook);
   return 0;
 }
@@ -239,6 +253,8 @@ static inline int moe_core_init(struct wl_ctx *ctx, const struct wl_problem *p,
 static inline void moe_core_free(struct moe_core *c) {
   if (c->blas) cublasDestroy(c->blas);
   if (c->blas2) cublasDestroy(c->blas2);
+  if (c->side) cudaStreamDestroy(c->side);
+  c->side = NULL;
   if (c->ridx_h) cudaFreeHost(c->ridx_h);
   if (c->rw_h) cudaFreeHost(c->rw_h);
   if (c->eoff_h) cudaFreeHost(c->eoff_h);
@@ -465,6 +481,19 @@ static inline int moe_gemm(struct wl_ctx *ctx, cublasHandle_t blas, const void *
   return 0;
 }
 
+// Bind BLAS to ST when it is bound elsewhere (*BOUND), with workspace WS:
+// cublasSetStream resets the handle to cuBLAS's default workspace pool
+// (cuBLAS docs), so the workspace is set again after it, otherwise
+// moe_blas_ws is never used and the handle falls back to a library pool.
+static inline int moe_blas_bind(struct wl_ctx *ctx, cublasHandle_t blas, void *ws,
+                                cudaStream_t *bound, cudaStream_t st) {
+  if (*bound == st) return 0;
+  MOE_BLAS(ctx, cublasSetStream(blas, st));
+  MOE_BLAS(ctx, cublasSetWorkspace(blas, ws, MOE_WS_BYTES));
+  *bound = st;
+  return 0;
+}
+
 // The routed experts on STREAM over expanded rows: expert e's rows are
 // [BEG_H[e], END_H[e]) (host arrays).  A -> H1 (GEMM1 per expert) -> ACT
 // (SwiGLU: one launch when the ranges tile one contiguous span, else one
@@ -475,12 +504,7 @@ static inline int moe_experts(struct wl_ctx *ctx, struct moe_core *c, cudaStream
   const long long H = s->H, F = s->F;
   int contiguous = 1;
   for (long long e = 0; e + 1 < s->El; e++) contiguous &= end_h[e] == beg_h[e + 1];
-  // cublasSetStream resets the handle to cuBLAS's default workspace pool
-  // (cuBLAS docs, cublasSetStream), so the workspace is set again after it:
-  // otherwise moe_blas_ws is never used and each handle falls back to a
-  // library-owned pool.
-  MOE_BLAS(ctx, cublasSetStream(c->blas, st));
-  MOE_BLAS(ctx, cublasSetWorkspace(c->blas, c->ws, MOE_WS_BYTES));
+  if (moe_blas_bind(ctx, c->blas, c->ws, &c->blas_st, st) != 0) return -1;
   for (long long e = 0; e < s->El; e++) {
     long long n = end_h[e] - beg_h[e];
     if (n <= 0) continue;
@@ -517,8 +541,7 @@ static inline int moe_experts(struct wl_ctx *ctx, struct moe_core *c, cudaStream
 static inline int moe_shared(struct wl_ctx *ctx, struct moe_core *c, cudaStream_t st) {
   const struct moe_shape *s = &c->s;
   if (!s->SH) return 0;
-  MOE_BLAS(ctx, cublasSetStream(c->blas2, st));
-  MOE_BLAS(ctx, cublasSetWorkspace(c->blas2, c->ws2, MOE_WS_BYTES));  // as in moe_experts
+  if (moe_blas_bind(ctx, c->blas2, c->ws2, &c->blas2_st, st) != 0) return -1;
   if (moe_gemm(ctx, c->blas2, c->X, c->WS13, c->SH1, s->T, s->H, 2 * s->F) != 0) return -1;
   moe_swiglu_kernel<<<moe_grid(s->T * s->F / 8, 256), 256, 0, st>>>(
       (const __nv_bfloat16 *)c->SH1, (__nv_bfloat16 *)c->SACT, s->T, s->F);
