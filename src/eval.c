@@ -40,6 +40,23 @@ int eval_stage_parse(const char *name)
   return -1;
 }
 
+static const char *const status_names[] = {"failed", "rejected", "ok"};
+
+const char *eval_status_name(enum eval_status s)
+{
+  return (unsigned)s <= EVAL_STATUS_OK ? status_names[s] : "?";
+}
+
+int eval_status_parse(const char *name)
+{
+  int i;
+
+  for (i = 0; i <= EVAL_STATUS_OK; i++)
+    if (!strcmp(status_names[i], name))
+      return i;
+  return -1;
+}
+
 char *eval_read_text(const char *path, size_t cap, struct err *e)
 {
   struct buf b = BUF_INIT(cap);
@@ -99,7 +116,8 @@ void eval_rmtree(const char *dir)
 
 /* Set the verdict of a stage that failed. */
 void eval_fail(struct eval_result *r, const struct eval_opts *o,
-               enum eval_stage st, const char *status, const char *fmt, ...)
+               enum eval_stage st, enum eval_status status, const char *fmt,
+               ...)
 {
   va_list ap;
   char msg[480];
@@ -108,7 +126,7 @@ void eval_fail(struct eval_result *r, const struct eval_opts *o,
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   r->stage = st;
-  snprintf(r->status, sizeof(r->status), "%s", status);
+  r->status = status;
   snprintf(r->error, sizeof(r->error), "%s: %s", eval_stage_name(st), msg);
   if (o->progress)
     o->progress(o->progress_ud, st, 0, msg);
@@ -156,7 +174,7 @@ static int stage_static(const struct eval_opts *o, const char *code,
 
   memset(d, 0, sizeof(*d));
   if (strlen(code) > CANDIDATE_MAX_BYTES) {
-    eval_fail(r, o, EVAL_STAGE_STATIC, "rejected",
+    eval_fail(r, o, EVAL_STAGE_STATIC, EVAL_STATUS_REJECTED,
               "candidate is %zu bytes, over the %u cap", strlen(code),
               CANDIDATE_MAX_BYTES);
     return 1;
@@ -183,7 +201,7 @@ static int stage_static(const struct eval_opts *o, const char *code,
       candidate_check_names(code, forbid, w->nforbid,
                             "workload.ini forbids it in candidates", &ce) ||
       directive_parse(code, d, &ce) || directive_validate(d, w, &ce)) {
-    eval_fail(r, o, EVAL_STAGE_STATIC, "rejected", "%s", ce.msg);
+    eval_fail(r, o, EVAL_STAGE_STATIC, EVAL_STATUS_REJECTED, "%s", ce.msg);
     free(seed);
     return 1;
   }
@@ -238,7 +256,7 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
   if (br.log)
     eval_log_append(&r->build_log, br.log);
   if (rc == ERR_BUILD || rc == ERR_TIMEOUT) {
-    eval_fail(r, o, EVAL_STAGE_BUILD, "failed", "%s", be.msg);
+    eval_fail(r, o, EVAL_STAGE_BUILD, EVAL_STATUS_FAILED, "%s", be.msg);
     build_result_release(&br);
     return 1;
   }
@@ -317,7 +335,7 @@ static int stage_allowlist(const struct eval_opts *o, struct eval_ctx *x,
   }
   if (!*path || access(path, R_OK)) {
     allow_free(a);
-    eval_fail(r, o, EVAL_STAGE_ALLOWLIST, "rejected",
+    eval_fail(r, o, EVAL_STAGE_ALLOWLIST, EVAL_STATUS_REJECTED,
               "the build made no %s to judge", runtime ? "object" : "program");
     return 1;
   }
@@ -334,7 +352,7 @@ static int stage_allowlist(const struct eval_opts *o, struct eval_ctx *x,
     if (*wide)
       snprintf(ae.msg + strlen(ae.msg), sizeof(ae.msg) - strlen(ae.msg),
                " [%s/workload.ini [allow] widens it]", w->name);
-    eval_fail(r, o, EVAL_STAGE_ALLOWLIST, "rejected", "%s", ae.msg);
+    eval_fail(r, o, EVAL_STAGE_ALLOWLIST, EVAL_STATUS_REJECTED, "%s", ae.msg);
     return 1;
   }
   if (rc)
@@ -505,20 +523,21 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   }
   if (lr.timed_out) {
     r->hang_rank = lr.hang_rank;
-    eval_fail(r, o, st, "failed", "size %s: %s", s->name, lr.what);
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, lr.what);
     goto fail;
   }
   if (!lr.result) {
-    eval_fail(r, o, st, "failed", "size %s: %s; %s", s->name, lr.what,
-              lr.result_error);
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s; %s", s->name,
+              lr.what, lr.result_error);
     goto fail;
   }
   status = json_string_value(json_object_get(lr.result, "status"));
   if (!strcmp(status, "verify_failed") || lr.exit_code == 3) {
     char why[300];
     first_failed_check(lr.result, why, sizeof(why));
-    eval_fail(r, o, st, "failed", "size %s: verification failed: %s%s",
-              s->name, *why ? why : lr.what, replay);
+    eval_fail(r, o, st, EVAL_STATUS_FAILED,
+              "size %s: verification failed: %s%s", s->name,
+              *why ? why : lr.what, replay);
     goto fail;
   }
   if (strcmp(status, "ok") || !lr.all_ok ||
@@ -526,10 +545,10 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
           json_object_get(json_object_get(lr.result, "verify"), "passed"))) {
     const char *er = json_string_value(json_object_get(lr.result, "error"));
     if (er && *er)
-      eval_fail(r, o, st, "failed", "size %s: %s (rank 0 exit %d)%s", s->name,
-                er, lr.exit_code, replay);
+      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s (rank 0 exit %d)%s",
+                s->name, er, lr.exit_code, replay);
     else
-      eval_fail(r, o, st, "failed", "size %s: %s", s->name, lr.what);
+      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, lr.what);
     goto fail;
   }
   if (json_is_true(json_object_get(lr.result, "protocol_test")))
@@ -758,7 +777,7 @@ int eval_candidate(const struct eval_opts *o, const char *code,
   memset(r, 0, sizeof(*r));
   r->hang_rank = -1;
   r->stage = EVAL_STAGE_STATIC;
-  snprintf(r->status, sizeof(r->status), "failed");
+  r->status = EVAL_STATUS_FAILED;
   r->metrics = json_object();
   if (!x || !r->metrics) {
     free(x);
@@ -771,7 +790,7 @@ int eval_candidate(const struct eval_opts *o, const char *code,
   if (rc)
     goto out_verdict;
   if (o->static_only) {
-    snprintf(r->status, sizeof(r->status), "ok");
+    r->status = EVAL_STATUS_OK;
     goto out;
   }
   if ((rc = prepare(o, x, code, e)))
@@ -785,7 +804,7 @@ int eval_candidate(const struct eval_opts *o, const char *code,
   if (rc)
     goto out_verdict;
   if (o->compile_only) {
-    snprintf(r->status, sizeof(r->status), "ok");
+    r->status = EVAL_STATUS_OK;
     goto out;
   }
   r->stage = EVAL_STAGE_VERIFY;
@@ -806,7 +825,7 @@ int eval_candidate(const struct eval_opts *o, const char *code,
       goto out_verdict;
   }
   r->stage = EVAL_STAGE_DONE;
-  snprintf(r->status, sizeof(r->status), "ok");
+  r->status = EVAL_STATUS_OK;
   r->error[0] = '\0';
 out_verdict:
   if (rc > 0)
@@ -837,7 +856,7 @@ json_t *eval_result_json(const struct eval_result *r)
   if (!o)
     return NULL;
   json_object_set_new(o, "stage", json_string(eval_stage_name(r->stage)));
-  json_object_set_new(o, "status", json_string(r->status));
+  json_object_set_new(o, "status", json_string(eval_status_name(r->status)));
   json_object_set_new(o, "error", json_string(r->error));
   json_object_set_new(o, "hang_rank",
                       r->hang_rank >= 0 ? json_integer(r->hang_rank)

@@ -104,13 +104,13 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
   free(code);
   if (rc == 0) {
     json_t *j = eval_result_json(&r);
-    if (!strcmp(r.status, "ok"))
+    if (r.status == EVAL_STATUS_OK)
       fprintf(c->out, "%s: ok%s", name,
               o->static_only    ? " (static checks)"
               : o->compile_only ? " (compiled)"
                                 : "");
     else
-      fprintf(c->out, "%s: %s: %s", name, r.status, r.error);
+      fprintf(c->out, "%s: %s: %s", name, eval_status_name(r.status), r.error);
     if (r.has_score)
       fprintf(c->out,
               "; median %.4g ms, noise %.2g ms, score %.4g (= 1000 / "
@@ -124,7 +124,7 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
       json_object_set_new(j, "workload", json_string(o->wl->name));
       json_array_append_new(all, j);
     }
-    rc = strcmp(r.status, "ok") ? 1 : 0;
+    rc = r.status != EVAL_STATUS_OK;
   }
   eval_result_release(&r);
   return rc;
@@ -149,8 +149,8 @@ static void report_bar(struct cli *c, const struct workload *w, json_t *all)
     const char *impl = json_string_value(json_object_get(j, "impl"));
     for (b = 0; impl && b < w->nbaselines; b++)
       if (!strcmp(impl, w->baselines[b]) &&
-          !strcmp(json_string_value(json_object_get(j, "status")) ?: "",
-                  "ok") &&
+          eval_status_parse(json_string_value(json_object_get(j, "status"))
+                                ?: "") == EVAL_STATUS_OK &&
           n <= WORKLOAD_MAX_FILES) {
         names[n] = impl;
         metrics[n++] = json_object_get(j, "metrics");
@@ -181,7 +181,8 @@ static void report_bar(struct cli *c, const struct workload *w, json_t *all)
     const char *impl = json_string_value(json_object_get(j, "impl"));
     json_t *vs;
     if (!impl || strcmp(impl, w->seed) ||
-        strcmp(json_string_value(json_object_get(j, "status")) ?: "", "ok"))
+        eval_status_parse(json_string_value(json_object_get(j, "status"))
+                              ?: "") != EVAL_STATUS_OK)
       continue;
     vs = json_object();
     json_object_foreach(bar, size, row)

@@ -113,7 +113,7 @@ static int ff_launched(const struct eval_opts *o, struct eval_ctx *x,
   if (!lr.all_ok) {
     if (lr.timed_out)
       r->hang_rank = lr.hang_rank;
-    eval_fail(r, o, st, "failed", "size %s: %s", s->name, lr.what);
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, lr.what);
     launcher_result_release(&lr);
     return 1;
   }
@@ -194,7 +194,7 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
       b--;
     if (pr.outcome == PROC_TIMEDOUT)
       r->hang_rank = 0;
-    eval_fail(r, o, st, "failed", "size %s: %s%s%s%.*s", s->name,
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s%s%s%.*s", s->name,
               pr.outcome == PROC_TIMEDOUT ? "hang: " : "",
               proc_describe(&pr, how, sizeof(how)), tl > b ? ": " : "",
               (int)(tl - b > 200 ? 200 : tl - b), t + b);
@@ -205,13 +205,13 @@ parse:
   j = last_json_line(buf_str(&pr.out), why, sizeof(why));
   proc_result_release(&pr);
   if (!j) {
-    eval_fail(r, o, st, "failed", "size %s: %s", s->name, why);
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, why);
     return 1;
   }
   ok = json_object_get(j, "ok");
   if (ok && !json_is_true(ok)) {
     const char *er = json_string_value(json_object_get(j, "error"));
-    eval_fail(r, o, st, "failed",
+    eval_fail(r, o, st, EVAL_STATUS_FAILED,
               "size %s: verification failed (the program's own check)%s%s",
               s->name, er ? ": " : "", er ? er : "");
     json_decref(j);
@@ -219,7 +219,7 @@ parse:
   }
   *val = json_number_value(json_object_get(j, o->wl->ff_metric));
   if (!json_is_number(json_object_get(j, o->wl->ff_metric)) || !(*val > 0)) {
-    eval_fail(r, o, st, "failed",
+    eval_fail(r, o, st, EVAL_STATUS_FAILED,
               "size %s: metrics line has no positive "
               "'%s'",
               s->name, o->wl->ff_metric);
@@ -468,7 +468,7 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
     {
       int ranks = o->vranks > 0 ? o->vranks : o->ranks > 0 ? o->ranks : 1;
       int need = cheat_min_ranks(words);
-      if (!strcmp(r.status, "ok") && !o->compile_only && !o->static_only &&
+      if (r.status == EVAL_STATUS_OK && !o->compile_only && !o->static_only &&
           (need > ranks || (want == EVAL_STAGE_BENCH && o->skip_bench))) {
         /* it ran, but what exposes it did not: not judged, not caught */
         caught = 1;
@@ -492,7 +492,7 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
         continue;
       }
     }
-    if (!strcmp(r.status, "ok") && (o->compile_only || o->static_only) &&
+    if (r.status == EVAL_STATUS_OK && (o->compile_only || o->static_only) &&
         want > (int)r.stage) {
       /* its stage did not run here: not judged, not caught */
       int gpu = want >= EVAL_STAGE_VERIFY;
@@ -509,7 +509,7 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
                               : "compiled, linked and passed the allowlist",
                eval_stage_name((enum eval_stage)want), words,
                gpu ? "GPU" : "build");
-    } else if (strcmp(r.status, "ok") && (int)r.stage == want) {
+    } else if (r.status != EVAL_STATUS_OK && (int)r.stage == want) {
       caught = 1;
       t->caught[want]++;
       snprintf(line, sizeof(line), "%s: rejected at %s as expected (%s)",
@@ -521,8 +521,8 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
                "%s: NOT caught as expected at %s (%s): "
                "%s%s %s",
                names[i], eval_stage_name((enum eval_stage)want), words,
-               strcmp(r.status, "ok") ? "stopped at " : "it passed",
-               strcmp(r.status, "ok") ? eval_stage_name(r.stage) : "",
+               r.status != EVAL_STATUS_OK ? "stopped at " : "it passed",
+               r.status != EVAL_STATUS_OK ? eval_stage_name(r.stage) : "",
                r.error);
     }
     if (o->progress)

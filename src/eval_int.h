@@ -38,8 +38,8 @@ double eval_now(void);
 
 /* Record a failed stage ("STAGE: message") and report it. */
 void eval_fail(struct eval_result *r, const struct eval_opts *o,
-               enum eval_stage st, const char *status, const char *fmt, ...)
-    PRINTF_LIKE(5, 6);
+               enum eval_stage st, enum eval_status status, const char *fmt,
+               ...) PRINTF_LIKE(5, 6);
 void eval_pass(const struct eval_opts *o, enum eval_stage st, const char *fmt,
                ...) PRINTF_LIKE(3, 4);
 void eval_log_append(char **log, const char *text);

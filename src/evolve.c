@@ -204,7 +204,7 @@ static int measure_baseline(struct evolve *s, const char *name,
   fflush(stdout);
   rc = eval_candidate(&eo, code, &r, e);
   free(code);
-  if (rc || strcmp(r.status, "ok") || !r.metrics)
+  if (rc || r.status != EVAL_STATUS_OK || !r.metrics)
     log_warn("evolve: baseline %s: %s; it is not part of the bar", name,
              rc           ? e->msg
              : r.error[0] ? r.error

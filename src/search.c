@@ -334,7 +334,7 @@ static void fill_outcome(struct evolve *s, struct db_program *p,
 {
   json_t *d = r->directives;
 
-  p->status = strdup(r->status[0] ? r->status : "failed");
+  p->status = strdup(eval_status_name(r->status));
   p->stage = strdup(eval_stage_name(r->stage));
   p->error = r->error[0] ? strdup(r->error) : NULL;
   p->build_log = r->build_log ? strdup(r->build_log) : NULL;
@@ -343,7 +343,7 @@ static void fill_outcome(struct evolve *s, struct db_program *p,
                         ? json_dumps(r->metrics, JSON_COMPACT | JSON_SORT_KEYS)
                         : NULL;
   if ((r->has_score || (r->protocol_test && r->median_ms > 0)) &&
-      !strcmp(r->status, "ok")) {
+      r->status == EVAL_STATUS_OK) {
     /* vranks runs rank candidates too; the summary says they are a
      * protocol test, not performance */
     p->has_score = 1;
@@ -380,7 +380,7 @@ static void fill_outcome(struct evolve *s, struct db_program *p,
 /* Is a passing measurement's spread beyond the noise threshold? */
 static int noisy(const struct evolve *s, const struct eval_result *r)
 {
-  return s->o.noise_threshold > 0 && !strcmp(r->status, "ok") &&
+  return s->o.noise_threshold > 0 && r->status == EVAL_STATUS_OK &&
          r->has_score && r->median_ms > 0 &&
          r->noise_ms / r->median_ms > s->o.noise_threshold;
 }
@@ -429,7 +429,7 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
     struct err e2;
     double rel = r.noise_ms / r.median_ms;
     memset(&r2, 0, sizeof(r2));
-    if (!eval_candidate(&eo, code, &r2, &e2) && !strcmp(r2.status, "ok") &&
+    if (!eval_candidate(&eo, code, &r2, &e2) && r2.status == EVAL_STATUS_OK &&
         r2.has_score && r2.median_ms > 0 && r2.noise_ms / r2.median_ms < rel) {
       struct eval_result t = r;
       r = r2;
@@ -447,7 +447,7 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
   }
   free(code);
   if (!rc &&
-      (r.interrupted || (search_interrupted && strcmp(r.status, "ok")))) {
+      (r.interrupted || (search_interrupted && r.status != EVAL_STATUS_OK))) {
     /* its run was killed because cuco is stopping (an allocation that
      * ended, a signal that reached a build or a local run too): no
      * verdict; the row stays 'running' for --resume to evaluate again */

@@ -303,14 +303,15 @@ static int evaluate(struct tstate *t, int stage, const char *code,
     return rc; /* could not evaluate at all: stop */
   }
   buf_printf(&v, "stage reached: %s, status: %s%s%s\n",
-             eval_stage_name(res.stage), res.status,
+             eval_stage_name(res.stage), eval_status_name(res.status),
              res.error[0] ? ", error: " : "", res.error);
   if (res.build_log && *res.build_log)
     buf_printf(&v, "--- build log (tail) ---\n%s\n", res.build_log);
   if (res.verify_log && *res.verify_log)
     buf_printf(&v, "--- run log (tail) ---\n%s\n", res.verify_log);
   *verdict = buf_detach(&v, NULL);
-  rc = strcmp(res.status, "ok") ? err_set(e, ERR_VERIFY, "%s", res.error) : 0;
+  rc = res.status != EVAL_STATUS_OK ? err_set(e, ERR_VERIFY, "%s", res.error)
+                                    : 0;
   eval_result_release(&res);
   return rc;
 }
