@@ -16,6 +16,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "file.h"
 #include "proc.h"
 #include "toolchain.h"
 #include "workload.h"
@@ -23,27 +24,6 @@
 #define MAX_ARGS  256
 #define MAX_UNITS 64
 #define PATHN     2048
-
-int build_mkdirs(const char *path, struct err *e)
-{
-  char p[PATHN];
-  size_t i;
-
-  if (strlen(path) >= sizeof(p))
-    return err_set(e, ERR_IO, "path too long: %.80s", path);
-  snprintf(p, sizeof(p), "%s", path);
-  for (i = 1; p[i]; i++) {
-    if (p[i] != '/')
-      continue;
-    p[i] = '\0';
-    if (mkdir(p, 0755) && errno != EEXIST)
-      return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
-    p[i] = '/';
-  }
-  if (mkdir(p, 0755) && errno != EEXIST)
-    return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
-  return 0;
-}
 
 void build_default_cache(char *out, size_t n)
 {
@@ -478,7 +458,7 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     return err_set(e, ERR_PROC,
                    "NCCL headers not found (set "
                    "CUCO_NCCL_HOME; see cuco doctor)");
-  if ((rc = build_mkdirs(o->cache_dir, e)))
+  if ((rc = file_mkdirs(o->cache_dir, e)))
     return rc;
   common = XXH64_createState();
   if (!common)

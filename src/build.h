@@ -89,7 +89,4 @@ char **build_template_argv(const char *tmpl, const struct build_vars *v,
                            struct err *e);
 void build_argv_free(char **argv);
 
-/* mkdir -p; 0 or ERR_IO. */
-int build_mkdirs(const char *path, struct err *e) WARN_UNUSED;
-
 #endif

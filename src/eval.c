@@ -4,7 +4,6 @@
 #include "eval.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "candidate.h"
 #include "directive.h"
 #include "eval_int.h"
+#include "file.h"
 #include "launch.h"
 #include "toolchain.h"
 #include "workload.h"
@@ -55,63 +55,6 @@ int eval_status_parse(const char *name)
     if (!strcmp(status_names[i], name))
       return i;
   return -1;
-}
-
-char *eval_read_text(const char *path, size_t cap, struct err *e)
-{
-  struct buf b = BUF_INIT(cap);
-  char chunk[16384];
-  FILE *f = fopen(path, "rb");
-  size_t r;
-
-  if (!f) {
-    err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-    return NULL;
-  }
-  while ((r = fread(chunk, 1, sizeof(chunk), f)) > 0)
-    (void)buf_append(&b, chunk, r);
-  fclose(f);
-  if (buf_error(&b)) {
-    err_set(e, buf_error(&b), "%s: over %zu bytes", path, cap);
-    buf_release(&b);
-    return NULL;
-  }
-  if (b.len && memchr(b.data, '\0', b.len)) {
-    err_set(e, ERR_CHECK, "%s: holds NUL bytes", path);
-    buf_release(&b);
-    return NULL;
-  }
-  return buf_detach(&b, NULL);
-}
-
-int eval_write_text(const char *path, const char *text, struct err *e)
-{
-  FILE *f = fopen(path, "wb");
-  size_t n = strlen(text);
-
-  if (!f)
-    return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-  if (fwrite(text, 1, n, f) != n) {
-    fclose(f);
-    return err_set(e, ERR_IO, "%s: write failed", path);
-  }
-  if (fclose(f))
-    return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-  return 0;
-}
-
-static int rm_one(const char *p, const struct stat *sb, int flag,
-                  struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
-}
-
-void eval_rmtree(const char *dir)
-{
-  (void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Set the verdict of a stage that failed. */
@@ -188,7 +131,7 @@ static int stage_static(const struct eval_opts *o, const char *code,
   } else {
     char p[WORKLOAD_PATH + 160];
     snprintf(p, sizeof(p), "%s/%s", w->dir, w->seed);
-    seed = eval_read_text(p, CANDIDATE_MAX_BYTES, e);
+    seed = file_read_text(p, CANDIDATE_MAX_BYTES, e);
     if (!seed)
       return err_wrap(e, "seed");
   }
@@ -713,7 +656,7 @@ static int prepare(const struct eval_opts *o, struct eval_ctx *x,
     return err_set(e, ERR_USAGE, "impl name '%s' is not a file name", name);
   if (o->work_dir) {
     snprintf(x->work_dir, sizeof(x->work_dir), "%s", o->work_dir);
-    if ((rc = build_mkdirs(x->work_dir, e)))
+    if ((rc = file_mkdirs(x->work_dir, e)))
       return rc;
   } else {
     const char *t = getenv("TMPDIR");
@@ -739,7 +682,7 @@ static int prepare(const struct eval_opts *o, struct eval_ctx *x,
     snprintf(x->cache_dir, sizeof(x->cache_dir), "%s", o->cache_dir);
   else
     build_default_cache(x->cache_dir, sizeof(x->cache_dir));
-  if ((rc = eval_write_text(x->src_path, code, e)))
+  if ((rc = file_write(x->src_path, code, strlen(code), e)))
     return rc;
   x->ranks = o->ranks > 0 ? o->ranks : w->ranks[0];
   if (!workload_allows_ranks(w, o->vranks > 0 ? o->vranks : x->ranks))
@@ -832,7 +775,7 @@ out_verdict:
     rc = 0; /* the candidate failed; the evaluation itself worked */
 out:
   if (x->temp)
-    eval_rmtree(x->work_dir);
+    file_rmtree(x->work_dir);
   free(x);
   return rc;
 }

@@ -14,6 +14,7 @@
 #include "eval.h"
 #include "launcher.h"
 #include "eval_int.h"
+#include "file.h"
 #include "toolchain.h"
 #include "workload.h"
 
@@ -38,13 +39,13 @@ static void save_logs(const char *dir, const struct eval_result *r)
   struct err e;
   json_t *j = eval_result_json(r);
 
-  if (build_mkdirs(dir, &e))
+  if (file_mkdirs(dir, &e))
     fprintf(stderr, "cuco eval: %s\n", e.msg);
   snprintf(p, sizeof(p), "%s/build.log", dir);
-  if (r->build_log && eval_write_text(p, r->build_log, &e))
+  if (r->build_log && file_write(p, r->build_log, strlen(r->build_log), &e))
     fprintf(stderr, "cuco eval: %s\n", e.msg);
   snprintf(p, sizeof(p), "%s/run.log", dir);
-  if (r->verify_log && eval_write_text(p, r->verify_log, &e))
+  if (r->verify_log && file_write(p, r->verify_log, strlen(r->verify_log), &e))
     fprintf(stderr, "cuco eval: %s\n", e.msg);
   snprintf(p, sizeof(p), "%s/eval.json", dir);
   if (j && json_dump_file(j, p, JSON_INDENT(2)))
@@ -86,7 +87,7 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
   char *code;
   int rc;
 
-  code = eval_read_text(path, CANDIDATE_MAX_BYTES * 2, e);
+  code = file_read_text(path, CANDIDATE_MAX_BYTES * 2, e);
   if (!code)
     return ERR_IO;
   o->impl_name = name;

@@ -12,6 +12,7 @@
 #include "candidate.h"
 #include "eval.h"
 #include "eval_int.h"
+#include "file.h"
 #include "launcher.h"
 #include "proc.h"
 #include "workload.h"
@@ -426,7 +427,7 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
     char sp[WORKLOAD_PATH + 160];
     struct err se;
     snprintf(sp, sizeof(sp), "%s/%s", o->wl->dir, o->wl->seed);
-    seed = eval_read_text(sp, CANDIDATE_MAX_BYTES, &se);
+    seed = file_read_text(sp, CANDIDATE_MAX_BYTES, &se);
   }
   for (i = 0; i < n && rc == 0; i++) {
     char path[WORKLOAD_PATH + 300], words[200], line[480], wd[WORKLOAD_PATH];
@@ -437,7 +438,7 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
     int want, caught;
     snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
     t->n++;
-    code = eval_read_text(path, CANDIDATE_MAX_BYTES * 2, &ce);
+    code = file_read_text(path, CANDIDATE_MAX_BYTES * 2, &ce);
     if (!code || expect_line(code, &want, words, sizeof(words))) {
       t->failures++;
       if (o->progress)

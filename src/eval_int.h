@@ -28,12 +28,6 @@ struct eval_ctx {
   struct workload_size bsizes[WORKLOAD_MAX_SIZES];
 };
 
-/* Read a text file of at most cap bytes (no NUL bytes); caller frees. */
-char *eval_read_text(const char *path, size_t cap, struct err *e);
-int eval_write_text(const char *path, const char *text,
-                    struct err *e) WARN_UNUSED;
-/* Remove a directory tree (best effort). */
-void eval_rmtree(const char *dir);
 double eval_now(void);
 
 /* Record a failed stage ("STAGE: message") and report it. */

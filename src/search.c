@@ -16,6 +16,7 @@
 
 #include "buf.h"
 #include "eval.h"
+#include "file.h"
 #include "llm.h"
 #include "log.h"
 #include "meta.h"
@@ -101,20 +102,14 @@ long long search_record(void *ud, const struct llm_record *rec)
  * rename, so a kill never leaves half a file). */
 static void write_best(struct evolve *s, const struct member *b)
 {
-  char path[1200], tmp[1300];
-  FILE *f;
+  char path[1200];
+  struct err e = {0, ""};
 
   if (!b || !b->p.code)
     return;
   snprintf(path, sizeof(path), "%s/best%s", s->o.out_dir, s->ext);
-  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-  f = fopen(tmp, "w");
-  if (!f || fputs(b->p.code, f) < 0 || fclose(f)) {
-    log_warn("evolve: cannot write %s", path);
-    return;
-  }
-  if (rename(tmp, path))
-    log_warn("evolve: cannot rename %s", tmp);
+  if (file_write(path, b->p.code, strlen(b->p.code), &e))
+    log_warn("evolve: %s", e.msg);
 }
 
 void search_write_best(struct evolve *s)

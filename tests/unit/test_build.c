@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "build.h"
+#include "file.h"
 
 static void test_template(void **state)
 {
@@ -59,9 +60,9 @@ static void test_mkdirs_cache(void **state)
   snprintf(d, sizeof(d), "/tmp/cuco-bt.XXXXXX");
   assert_non_null(mkdtemp(d));
   snprintf(sub, sizeof(sub), "%s/a/b/c", d);
-  assert_int_equal(build_mkdirs(sub, &e), 0);
+  assert_int_equal(file_mkdirs(sub, &e), 0);
   assert_int_equal(access(sub, W_OK), 0);
-  assert_int_equal(build_mkdirs(sub, &e), 0);
+  assert_int_equal(file_mkdirs(sub, &e), 0);
   setenv("CUCO_CACHE_DIR", sub, 1);
   build_default_cache(c, sizeof(c));
   assert_string_equal(c, sub);
