@@ -159,7 +159,7 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
     return err_wrap(e, "%s [freeform] run", o->wl->ini_path);
   if (o->launcher && o->launcher->kind != LAUNCHER_LOCAL) {
     rc = ff_launched(o, x, s, mode, (const char *const *)argv, r, &pr, e);
-    build_argv_free(argv);
+    tmpl_argv_free(argv);
     if (rc)
       return rc;
     goto parse;
@@ -173,7 +173,7 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
   po.out_max = FF_OUT_MAX;
   po.err_max = EVAL_LOG_MAX;
   rc = proc_run(&po, &pr, e);
-  build_argv_free(argv);
+  tmpl_argv_free(argv);
   proc_env_free(env);
   if (rc)
     return rc;

@@ -34,7 +34,7 @@ static void test_template(void **state)
   assert_string_equal(argv[6], "/w/cand.c");
   assert_string_equal(argv[7], "-lm");
   assert_null(argv[8]);
-  build_argv_free(argv);
+  tmpl_argv_free(argv);
   /* placeholders inside a token; {flags} with no flags vanishes; a value
    * with blanks stays one argument (no shell) */
   v.nflags = 0;
@@ -44,7 +44,7 @@ static void test_template(void **state)
   assert_string_equal(argv[1], "--p=M=1,N=2");
   assert_string_equal(argv[2], "xa by");
   assert_null(argv[3]);
-  build_argv_free(argv);
+  tmpl_argv_free(argv);
   assert_null(build_template_argv("{bin} {nope}", &v, &e));
   assert_non_null(strstr(e.msg, "unknown placeholder '{nope}'"));
   assert_null(build_template_argv("{bin} {src", &v, &e));
