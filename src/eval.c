@@ -1,5 +1,7 @@
-/* eval.c - the evaluation cascade; see eval.h.  The freeform runner and
- * the cheat suite are in eval_ff.c; the command in eval_cli.c. */
+/* eval.c - the evaluation cascade; see eval.h.  The freeform runner is in
+ * eval_ff.c, the frozen thresholds in eval_thresh.c, the verdict helpers
+ * in eval_verdict.c (eval_int.h); the cheat suite, a client of
+ * eval_candidate(), in eval_cheats.c; the command in eval_cli.c. */
 #define _GNU_SOURCE
 #include "eval.h"
 
@@ -21,88 +23,6 @@
 #include "launch.h"
 #include "toolchain.h"
 #include "workload.h"
-
-static const char *const stage_names[] = {"static", "build", "allowlist",
-                                          "verify", "bench", "done"};
-
-const char *eval_stage_name(enum eval_stage s)
-{
-  return (unsigned)s <= EVAL_STAGE_DONE ? stage_names[s] : "?";
-}
-
-int eval_stage_parse(const char *name)
-{
-  int i;
-
-  for (i = 0; i <= EVAL_STAGE_DONE; i++)
-    if (!strcmp(stage_names[i], name))
-      return i;
-  return -1;
-}
-
-static const char *const status_names[] = {"failed", "rejected", "ok"};
-
-const char *eval_status_name(enum eval_status s)
-{
-  return (unsigned)s <= EVAL_STATUS_OK ? status_names[s] : "?";
-}
-
-int eval_status_parse(const char *name)
-{
-  int i;
-
-  for (i = 0; i <= EVAL_STATUS_OK; i++)
-    if (!strcmp(status_names[i], name))
-      return i;
-  return -1;
-}
-
-/* Set the verdict of a stage that failed. */
-void eval_fail(struct eval_result *r, const struct eval_opts *o,
-               enum eval_stage st, enum eval_status status, const char *fmt,
-               ...)
-{
-  va_list ap;
-  char msg[480];
-
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  r->stage = st;
-  r->status = status;
-  snprintf(r->error, sizeof(r->error), "%s: %s", eval_stage_name(st), msg);
-  if (o->progress)
-    o->progress(o->progress_ud, st, 0, msg);
-}
-
-void eval_pass(const struct eval_opts *o, enum eval_stage st, const char *fmt,
-               ...)
-{
-  va_list ap;
-  char msg[480];
-
-  if (!o->progress)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  o->progress(o->progress_ud, st, 1, msg);
-}
-
-/* Append text to a capped log string owned by the result. */
-void eval_log_append(char **log, const char *text)
-{
-  struct buf b = BUF_INIT(EVAL_LOG_MAX);
-
-  if (*log)
-    (void)buf_puts(&b, *log);
-  /* keep the tail of long logs: the end says why */
-  if (strlen(text) > EVAL_LOG_MAX / 2)
-    text += strlen(text) - EVAL_LOG_MAX / 2;
-  (void)buf_puts(&b, text);
-  free(*log);
-  *log = buf_detach(&b, NULL);
-}
 
 /* ---- static stage ---- */
 

@@ -13,7 +13,6 @@
 #include "doctor.h"
 #include "eval.h"
 #include "launcher.h"
-#include "eval_int.h"
 #include "file.h"
 #include "toolchain.h"
 #include "workload.h"
