@@ -14,6 +14,18 @@
 
 static const char *const stage_names[] = {"static", "build", "allowlist",
                                           "verify", "bench", "done"};
+static const char *const status_names[] = {"failed", "rejected", "ok"};
+
+/* The index of NAME in the N words of NAMES, or -1. */
+static int word_index(const char *const *names, int n, const char *name)
+{
+  int i;
+
+  for (i = 0; i < n; i++)
+    if (!strcmp(names[i], name))
+      return i;
+  return -1;
+}
 
 const char *eval_stage_name(enum eval_stage s)
 {
@@ -22,15 +34,8 @@ const char *eval_stage_name(enum eval_stage s)
 
 int eval_stage_parse(const char *name)
 {
-  int i;
-
-  for (i = 0; i <= EVAL_STAGE_DONE; i++)
-    if (!strcmp(stage_names[i], name))
-      return i;
-  return -1;
+  return word_index(stage_names, EVAL_STAGE_DONE + 1, name);
 }
-
-static const char *const status_names[] = {"failed", "rejected", "ok"};
 
 const char *eval_status_name(enum eval_status s)
 {
@@ -39,12 +44,7 @@ const char *eval_status_name(enum eval_status s)
 
 int eval_status_parse(const char *name)
 {
-  int i;
-
-  for (i = 0; i <= EVAL_STATUS_OK; i++)
-    if (!strcmp(status_names[i], name))
-      return i;
-  return -1;
+  return word_index(status_names, EVAL_STATUS_OK + 1, name);
 }
 
 /* Set the verdict of a stage that failed. */
