@@ -23,8 +23,8 @@
 
 #include "runtime.h"
 
+// RT_EXP_ANY is public (runtime.h): references write it.
 enum { RT_EL_VALUE = 0, RT_EL_POISON = 1, RT_EL_KEPT = 2, RT_EL_OUTSIDE = 3, RT_EL_ANY = 4 };
-#define RT_EXP_ANY 0xFFFFFFFEu
 
 // Bytes of one element of DTYPE in the snapshot.
 __host__ __device__ static inline int rt_el_size(int dtype) {

@@ -88,6 +88,13 @@ void wl_teardown(struct wl_ctx *ctx);
 int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p,
                  const char *output_name, void *expected_dev);
 
+/* The bits of an fp32 expected element (bf16/f16/f32 outputs only) that
+ * mean "must be written, value not compared": a reference that computes
+ * sampled rows only (flash_attn_cp) writes it everywhere else.  A still-
+ * poison element there fails as poison, NaN/Inf as nan; anything else is
+ * outside the L2 sums (docs/contracts.md section 4, rt_cmp_elem.cuh). */
+#define RT_EXP_ANY 0xFFFFFFFEu
+
 /* Minimal work of ONE step of ONE rank (docs/contracts.md section 4e),
  * counted honestly: each input read once, each output written once, no
  * intermediate traffic; causal attention counts its lower triangle; MoE its

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cutok.h"
+#include "file.h"
 
 #define MAX_OPS   20000
 #define MAX_FUNCS 4000
@@ -1060,42 +1061,10 @@ fail:
   return NULL;
 }
 
-char *analyze_read_file(const char *path, size_t max, size_t *len,
-                        struct err *e)
-{
-  FILE *f = fopen(path, "rb");
-  struct buf b = BUF_INIT(max);
-  char chunk[8192];
-  size_t n;
-
-  if (!f) {
-    err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-    return NULL;
-  }
-  while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-    if (buf_append(&b, chunk, n))
-      break;
-  if (ferror(f)) {
-    err_set(e, ERR_IO, "%s: read error", path);
-    goto fail;
-  }
-  if (buf_error(&b)) {
-    err_set(e, buf_error(&b), "%s: %s", path,
-            b.toobig ? "file too large" : "out of memory");
-    goto fail;
-  }
-  fclose(f);
-  return buf_detach(&b, len);
-fail:
-  fclose(f);
-  buf_release(&b);
-  return NULL;
-}
-
 struct analyze_report *analyze_file(const char *path, struct err *e)
 {
   size_t len;
-  char *src = analyze_read_file(path, 8u << 20, &len, e);
+  char *src = file_read(path, 8u << 20, &len, e);
   struct analyze_report *r;
 
   if (!src)

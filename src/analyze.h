@@ -107,9 +107,4 @@ json_t *analyze_report_json(const struct analyze_report *r);
 /* The human-readable report appended to out; 0 or the buffer's error. */
 int analyze_report_text(const struct analyze_report *r, struct buf *out);
 
-/* Read a whole file into a new NUL-terminated string, at most max bytes;
- * *len gets its length.  ERR_IO / ERR_TOOBIG / ERR_NOMEM. */
-char *analyze_read_file(const char *path, size_t max, size_t *len,
-                        struct err *e);
-
 #endif

@@ -16,6 +16,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "file.h"
 #include "proc.h"
 #include "toolchain.h"
 #include "workload.h"
@@ -23,27 +24,6 @@
 #define MAX_ARGS  256
 #define MAX_UNITS 64
 #define PATHN     2048
-
-int build_mkdirs(const char *path, struct err *e)
-{
-  char p[PATHN];
-  size_t i;
-
-  if (strlen(path) >= sizeof(p))
-    return err_set(e, ERR_IO, "path too long: %.80s", path);
-  snprintf(p, sizeof(p), "%s", path);
-  for (i = 1; p[i]; i++) {
-    if (p[i] != '/')
-      continue;
-    p[i] = '\0';
-    if (mkdir(p, 0755) && errno != EEXIST)
-      return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
-    p[i] = '/';
-  }
-  if (mkdir(p, 0755) && errno != EEXIST)
-    return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
-  return 0;
-}
 
 void build_default_cache(char *out, size_t n)
 {
@@ -478,7 +458,7 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     return err_set(e, ERR_PROC,
                    "NCCL headers not found (set "
                    "CUCO_NCCL_HOME; see cuco doctor)");
-  if ((rc = build_mkdirs(o->cache_dir, e)))
+  if ((rc = file_mkdirs(o->cache_dir, e)))
     return rc;
   common = XXH64_createState();
   if (!common)
@@ -596,25 +576,32 @@ out:
   return rc;
 }
 
-void build_argv_free(char **argv)
+/* The freeform commands' placeholders: {flags} alone is a list. */
+static int flags_token(void *ud, const char *name, size_t len,
+                       struct tmpl_argv *a)
 {
+  const struct build_vars *v = ud;
   int i;
 
-  if (!argv)
-    return;
-  for (i = 0; argv[i]; i++)
-    free(argv[i]);
-  free(argv);
+  if (len != 5 || strncmp(name, "flags", 5))
+    return 0;
+  for (i = 0; i < v->nflags; i++)
+    if (tmpl_push(a, v->flags[i]))
+      return -1;
+  return 1;
 }
 
-static const char *var_of(const struct build_vars *v, const char *name,
-                          size_t len, int *known)
+static const char *var_of(void *ud, const char *name, size_t len, char *tmp,
+                          size_t tmpn)
 {
   static const char *const names[] = {"src",  "bin",  "dir",  "work", "params",
                                       "size", "mode", "seed", "out",  NULL};
+  const struct build_vars *v = ud;
   const char *vals[9];
   int i;
 
+  (void)tmp;
+  (void)tmpn;
   vals[0] = v->src;
   vals[1] = v->bin;
   vals[2] = v->dir;
@@ -624,79 +611,22 @@ static const char *var_of(const struct build_vars *v, const char *name,
   vals[6] = v->mode;
   vals[7] = v->seed;
   vals[8] = v->out;
-  *known = 0;
   for (i = 0; names[i]; i++)
-    if (strlen(names[i]) == len && !strncmp(names[i], name, len)) {
-      *known = 1;
+    if (strlen(names[i]) == len && !strncmp(names[i], name, len))
       return vals[i] ? vals[i] : "";
-    }
   return NULL;
 }
 
 char **build_template_argv(const char *tmpl, const struct build_vars *v,
                            struct err *e)
 {
-  char **argv = calloc(MAX_ARGS + 1, sizeof(char *));
-  const char *p = tmpl;
-  int n = 0, i;
+  const struct tmpl_hooks h = {
+      "command",
+      "known: {src} {bin} {dir} {work} {params} {size} {mode} {seed} {out}; "
+      "alone: {flags}",
+      flags_token, var_of, (void *)v};
 
-  if (!argv) {
-    err_set(e, ERR_NOMEM, "out of memory");
-    return NULL;
-  }
-  while (*p) {
-    size_t len;
-    struct buf tok = BUF_INIT(8192);
-    while (*p == ' ' || *p == '\t')
-      p++;
-    if (!*p)
-      break;
-    len = strcspn(p, " \t");
-    if (len == 7 && !strncmp(p, "{flags}", 7)) {
-      for (i = 0; i < v->nflags && n < MAX_ARGS; i++)
-        argv[n++] = strdup(v->flags[i]);
-      p += len;
-      continue;
-    }
-    for (i = 0; i < (int)len; i++) {
-      if (p[i] == '{') {
-        size_t close = strcspn(p + i, "}");
-        int known;
-        const char *val;
-        if ((size_t)i + close >= len) {
-          err_set(e, ERR_CONFIG, "unclosed '{' in command '%.60s'", tmpl);
-          goto fail_tok;
-        }
-        val = var_of(v, p + i + 1, close - 1, &known);
-        if (!known) {
-          err_set(e, ERR_CONFIG, "unknown placeholder '%.*s' in '%.60s'",
-                  (int)close + 1, p + i, tmpl);
-          goto fail_tok;
-        }
-        (void)buf_puts(&tok, val);
-        i += (int)close;
-      } else {
-        (void)buf_putc(&tok, p[i]);
-      }
-    }
-    if (buf_error(&tok) || n >= MAX_ARGS) {
-      err_set(e, ERR_TOOBIG, "command too long: '%.60s'", tmpl);
-      goto fail_tok;
-    }
-    argv[n++] = buf_detach(&tok, NULL);
-    p += len;
-    continue;
-  fail_tok:
-    buf_release(&tok);
-    build_argv_free(argv);
-    return NULL;
-  }
-  if (n == 0) {
-    err_set(e, ERR_CONFIG, "empty command");
-    build_argv_free(argv);
-    return NULL;
-  }
-  return argv;
+  return tmpl_expand(tmpl, &h, e);
 }
 
 static int build_freeform(const struct build_opts *o, struct build_result *r,
@@ -720,7 +650,7 @@ static int build_freeform(const struct build_opts *o, struct build_result *r,
   for (i = 0; argv[i]; i++)
     arg(&a, argv[i]);
   rc = run_tool(o, &a, o->timeout_s, log, e);
-  build_argv_free(argv);
+  tmpl_argv_free(argv);
   if (rc == 0 && !o->compile_only && access(o->out_bin, X_OK))
     rc = err_set(e, ERR_BUILD, "the build command made no executable {bin}");
   return rc;

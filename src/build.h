@@ -20,6 +20,7 @@
 #define CUCO_BUILD_H
 
 #include "err.h"
+#include "tmpl.h"
 
 struct workload;
 struct toolchain;
@@ -83,13 +84,9 @@ struct build_vars {
 };
 
 /* Split `tmpl` on blanks and substitute placeholders.  Returns a
- * NULL-terminated malloc'd argv (free with build_argv_free) or NULL with
+ * NULL-terminated malloc'd argv (free with tmpl_argv_free) or NULL with
  * *e set (ERR_CONFIG for an unknown {placeholder} or an empty command). */
 char **build_template_argv(const char *tmpl, const struct build_vars *v,
                            struct err *e);
-void build_argv_free(char **argv);
-
-/* mkdir -p; 0 or ERR_IO. */
-int build_mkdirs(const char *path, struct err *e) WARN_UNUSED;
 
 #endif

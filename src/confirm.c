@@ -93,7 +93,7 @@ static int measure(struct evolve *s, const struct member *m, int round,
   eo.seed = (s->o.seed ? s->o.seed : 1234) + 7919u * (unsigned)(round + 1);
   rc = eval_candidate(&eo, code, &r, e);
   free(code);
-  if (!rc && !strcmp(r.status, "ok") && r.has_score && r.median_ms > 0)
+  if (!rc && r.status == EVAL_STATUS_OK && r.has_score && r.median_ms > 0)
     *ms = r.median_ms;
   eval_result_release(&r);
   return rc;

@@ -1,10 +1,11 @@
-/* eval.c - the evaluation cascade; see eval.h.  The freeform runner and
- * the cheat suite are in eval_ff.c; the command in eval_cli.c. */
+/* eval.c - the evaluation cascade; see eval.h.  The freeform runner is in
+ * eval_ff.c, the frozen thresholds in eval_thresh.c, the verdict helpers
+ * in eval_verdict.c (eval_int.h); the cheat suite, a client of
+ * eval_candidate(), in eval_cheats.c; the command in eval_cli.c. */
 #define _GNU_SOURCE
 #include "eval.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,130 +19,10 @@
 #include "candidate.h"
 #include "directive.h"
 #include "eval_int.h"
+#include "file.h"
 #include "launch.h"
 #include "toolchain.h"
 #include "workload.h"
-
-static const char *const stage_names[] = {"static", "build", "allowlist",
-                                          "verify", "bench", "done"};
-
-const char *eval_stage_name(enum eval_stage s)
-{
-  return (unsigned)s <= EVAL_STAGE_DONE ? stage_names[s] : "?";
-}
-
-int eval_stage_parse(const char *name)
-{
-  int i;
-
-  for (i = 0; i <= EVAL_STAGE_DONE; i++)
-    if (!strcmp(stage_names[i], name))
-      return i;
-  return -1;
-}
-
-char *eval_read_text(const char *path, size_t cap, struct err *e)
-{
-  struct buf b = BUF_INIT(cap);
-  char chunk[16384];
-  FILE *f = fopen(path, "rb");
-  size_t r;
-
-  if (!f) {
-    err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-    return NULL;
-  }
-  while ((r = fread(chunk, 1, sizeof(chunk), f)) > 0)
-    (void)buf_append(&b, chunk, r);
-  fclose(f);
-  if (buf_error(&b)) {
-    err_set(e, buf_error(&b), "%s: over %zu bytes", path, cap);
-    buf_release(&b);
-    return NULL;
-  }
-  if (b.len && memchr(b.data, '\0', b.len)) {
-    err_set(e, ERR_CHECK, "%s: holds NUL bytes", path);
-    buf_release(&b);
-    return NULL;
-  }
-  return buf_detach(&b, NULL);
-}
-
-int eval_write_text(const char *path, const char *text, struct err *e)
-{
-  FILE *f = fopen(path, "wb");
-  size_t n = strlen(text);
-
-  if (!f)
-    return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-  if (fwrite(text, 1, n, f) != n) {
-    fclose(f);
-    return err_set(e, ERR_IO, "%s: write failed", path);
-  }
-  if (fclose(f))
-    return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-  return 0;
-}
-
-static int rm_one(const char *p, const struct stat *sb, int flag,
-                  struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
-}
-
-void eval_rmtree(const char *dir)
-{
-  (void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* Set the verdict of a stage that failed. */
-void eval_fail(struct eval_result *r, const struct eval_opts *o,
-               enum eval_stage st, const char *status, const char *fmt, ...)
-{
-  va_list ap;
-  char msg[480];
-
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  r->stage = st;
-  snprintf(r->status, sizeof(r->status), "%s", status);
-  snprintf(r->error, sizeof(r->error), "%s: %s", eval_stage_name(st), msg);
-  if (o->progress)
-    o->progress(o->progress_ud, st, 0, msg);
-}
-
-void eval_pass(const struct eval_opts *o, enum eval_stage st, const char *fmt,
-               ...)
-{
-  va_list ap;
-  char msg[480];
-
-  if (!o->progress)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  o->progress(o->progress_ud, st, 1, msg);
-}
-
-/* Append text to a capped log string owned by the result. */
-void eval_log_append(char **log, const char *text)
-{
-  struct buf b = BUF_INIT(EVAL_LOG_MAX);
-
-  if (*log)
-    (void)buf_puts(&b, *log);
-  /* keep the tail of long logs: the end says why */
-  if (strlen(text) > EVAL_LOG_MAX / 2)
-    text += strlen(text) - EVAL_LOG_MAX / 2;
-  (void)buf_puts(&b, text);
-  free(*log);
-  *log = buf_detach(&b, NULL);
-}
 
 /* ---- static stage ---- */
 
@@ -156,7 +37,7 @@ static int stage_static(const struct eval_opts *o, const char *code,
 
   memset(d, 0, sizeof(*d));
   if (strlen(code) > CANDIDATE_MAX_BYTES) {
-    eval_fail(r, o, EVAL_STAGE_STATIC, "rejected",
+    eval_fail(r, o, EVAL_STAGE_STATIC, EVAL_STATUS_REJECTED,
               "candidate is %zu bytes, over the %u cap", strlen(code),
               CANDIDATE_MAX_BYTES);
     return 1;
@@ -170,7 +51,7 @@ static int stage_static(const struct eval_opts *o, const char *code,
   } else {
     char p[WORKLOAD_PATH + 160];
     snprintf(p, sizeof(p), "%s/%s", w->dir, w->seed);
-    seed = eval_read_text(p, CANDIDATE_MAX_BYTES, e);
+    seed = file_read_text(p, CANDIDATE_MAX_BYTES, e);
     if (!seed)
       return err_wrap(e, "seed");
   }
@@ -183,7 +64,7 @@ static int stage_static(const struct eval_opts *o, const char *code,
       candidate_check_names(code, forbid, w->nforbid,
                             "workload.ini forbids it in candidates", &ce) ||
       directive_parse(code, d, &ce) || directive_validate(d, w, &ce)) {
-    eval_fail(r, o, EVAL_STAGE_STATIC, "rejected", "%s", ce.msg);
+    eval_fail(r, o, EVAL_STAGE_STATIC, EVAL_STATUS_REJECTED, "%s", ce.msg);
     free(seed);
     return 1;
   }
@@ -238,7 +119,7 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
   if (br.log)
     eval_log_append(&r->build_log, br.log);
   if (rc == ERR_BUILD || rc == ERR_TIMEOUT) {
-    eval_fail(r, o, EVAL_STAGE_BUILD, "failed", "%s", be.msg);
+    eval_fail(r, o, EVAL_STAGE_BUILD, EVAL_STATUS_FAILED, "%s", be.msg);
     build_result_release(&br);
     return 1;
   }
@@ -317,7 +198,7 @@ static int stage_allowlist(const struct eval_opts *o, struct eval_ctx *x,
   }
   if (!*path || access(path, R_OK)) {
     allow_free(a);
-    eval_fail(r, o, EVAL_STAGE_ALLOWLIST, "rejected",
+    eval_fail(r, o, EVAL_STAGE_ALLOWLIST, EVAL_STATUS_REJECTED,
               "the build made no %s to judge", runtime ? "object" : "program");
     return 1;
   }
@@ -334,7 +215,7 @@ static int stage_allowlist(const struct eval_opts *o, struct eval_ctx *x,
     if (*wide)
       snprintf(ae.msg + strlen(ae.msg), sizeof(ae.msg) - strlen(ae.msg),
                " [%s/workload.ini [allow] widens it]", w->name);
-    eval_fail(r, o, EVAL_STAGE_ALLOWLIST, "rejected", "%s", ae.msg);
+    eval_fail(r, o, EVAL_STAGE_ALLOWLIST, EVAL_STATUS_REJECTED, "%s", ae.msg);
     return 1;
   }
   if (rc)
@@ -505,20 +386,21 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   }
   if (lr.timed_out) {
     r->hang_rank = lr.hang_rank;
-    eval_fail(r, o, st, "failed", "size %s: %s", s->name, lr.what);
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, lr.what);
     goto fail;
   }
   if (!lr.result) {
-    eval_fail(r, o, st, "failed", "size %s: %s; %s", s->name, lr.what,
-              lr.result_error);
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s; %s", s->name,
+              lr.what, lr.result_error);
     goto fail;
   }
   status = json_string_value(json_object_get(lr.result, "status"));
   if (!strcmp(status, "verify_failed") || lr.exit_code == 3) {
     char why[300];
     first_failed_check(lr.result, why, sizeof(why));
-    eval_fail(r, o, st, "failed", "size %s: verification failed: %s%s",
-              s->name, *why ? why : lr.what, replay);
+    eval_fail(r, o, st, EVAL_STATUS_FAILED,
+              "size %s: verification failed: %s%s", s->name,
+              *why ? why : lr.what, replay);
     goto fail;
   }
   if (strcmp(status, "ok") || !lr.all_ok ||
@@ -526,10 +408,10 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
           json_object_get(json_object_get(lr.result, "verify"), "passed"))) {
     const char *er = json_string_value(json_object_get(lr.result, "error"));
     if (er && *er)
-      eval_fail(r, o, st, "failed", "size %s: %s (rank 0 exit %d)%s", s->name,
-                er, lr.exit_code, replay);
+      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s (rank 0 exit %d)%s",
+                s->name, er, lr.exit_code, replay);
     else
-      eval_fail(r, o, st, "failed", "size %s: %s", s->name, lr.what);
+      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, lr.what);
     goto fail;
   }
   if (json_is_true(json_object_get(lr.result, "protocol_test")))
@@ -694,7 +576,7 @@ static int prepare(const struct eval_opts *o, struct eval_ctx *x,
     return err_set(e, ERR_USAGE, "impl name '%s' is not a file name", name);
   if (o->work_dir) {
     snprintf(x->work_dir, sizeof(x->work_dir), "%s", o->work_dir);
-    if ((rc = build_mkdirs(x->work_dir, e)))
+    if ((rc = file_mkdirs(x->work_dir, e)))
       return rc;
   } else {
     const char *t = getenv("TMPDIR");
@@ -720,7 +602,7 @@ static int prepare(const struct eval_opts *o, struct eval_ctx *x,
     snprintf(x->cache_dir, sizeof(x->cache_dir), "%s", o->cache_dir);
   else
     build_default_cache(x->cache_dir, sizeof(x->cache_dir));
-  if ((rc = eval_write_text(x->src_path, code, e)))
+  if ((rc = file_write(x->src_path, code, strlen(code), e)))
     return rc;
   x->ranks = o->ranks > 0 ? o->ranks : w->ranks[0];
   if (!workload_allows_ranks(w, o->vranks > 0 ? o->vranks : x->ranks))
@@ -758,7 +640,7 @@ int eval_candidate(const struct eval_opts *o, const char *code,
   memset(r, 0, sizeof(*r));
   r->hang_rank = -1;
   r->stage = EVAL_STAGE_STATIC;
-  snprintf(r->status, sizeof(r->status), "failed");
+  r->status = EVAL_STATUS_FAILED;
   r->metrics = json_object();
   if (!x || !r->metrics) {
     free(x);
@@ -771,7 +653,7 @@ int eval_candidate(const struct eval_opts *o, const char *code,
   if (rc)
     goto out_verdict;
   if (o->static_only) {
-    snprintf(r->status, sizeof(r->status), "ok");
+    r->status = EVAL_STATUS_OK;
     goto out;
   }
   if ((rc = prepare(o, x, code, e)))
@@ -785,7 +667,7 @@ int eval_candidate(const struct eval_opts *o, const char *code,
   if (rc)
     goto out_verdict;
   if (o->compile_only) {
-    snprintf(r->status, sizeof(r->status), "ok");
+    r->status = EVAL_STATUS_OK;
     goto out;
   }
   r->stage = EVAL_STAGE_VERIFY;
@@ -806,14 +688,14 @@ int eval_candidate(const struct eval_opts *o, const char *code,
       goto out_verdict;
   }
   r->stage = EVAL_STAGE_DONE;
-  snprintf(r->status, sizeof(r->status), "ok");
+  r->status = EVAL_STATUS_OK;
   r->error[0] = '\0';
 out_verdict:
   if (rc > 0)
     rc = 0; /* the candidate failed; the evaluation itself worked */
 out:
   if (x->temp)
-    eval_rmtree(x->work_dir);
+    file_rmtree(x->work_dir);
   free(x);
   return rc;
 }
@@ -837,7 +719,7 @@ json_t *eval_result_json(const struct eval_result *r)
   if (!o)
     return NULL;
   json_object_set_new(o, "stage", json_string(eval_stage_name(r->stage)));
-  json_object_set_new(o, "status", json_string(r->status));
+  json_object_set_new(o, "status", json_string(eval_status_name(r->status)));
   json_object_set_new(o, "error", json_string(r->error));
   json_object_set_new(o, "hang_rank",
                       r->hang_rank >= 0 ? json_integer(r->hang_rank)

@@ -45,6 +45,19 @@ const char *eval_stage_name(enum eval_stage s);
 /* Inverse of eval_stage_name; -1 when unknown. */
 int eval_stage_parse(const char *name);
 
+/* How an evaluation went.  The zero value is FAILED, so a result that was
+ * never filled in is not taken for a pass. */
+enum eval_status {
+  EVAL_STATUS_FAILED = 0,
+  EVAL_STATUS_REJECTED = 1,
+  EVAL_STATUS_OK = 2
+};
+
+/* "failed", "rejected", "ok" (the DB's and the JSON's status words). */
+const char *eval_status_name(enum eval_status s);
+/* Inverse of eval_status_name; -1 when unknown. */
+int eval_status_parse(const char *name);
+
 /* Called after each stage with its verdict line ("ok", "rejected: ...",
  * "failed: ...").  May be NULL. */
 typedef void (*eval_progress_fn)(void *ud, enum eval_stage stage, int ok,
@@ -95,20 +108,20 @@ struct eval_opts {
 #define EVAL_LOG_MAX (64u * 1024u)
 
 struct eval_result {
-  enum eval_stage stage; /* the stage reached (DONE when all passed) */
-  char status[16];       /* "ok" | "failed" | "rejected" */
-  char error[512];       /* one line; "" when ok */
-  int hang_rank;         /* rank that did not finish, -1 if none */
-  char *build_log;       /* malloc'd, capped at EVAL_LOG_MAX; may be NULL */
-  char *verify_log;      /* ditto: verify/bench stdout+stderr tails */
-  json_t *directives;    /* directive_to_json(); NULL when none */
-  json_t *metrics;       /* {"SIZE": {"mode":..,"timing":{..},"verify":
-                            {..}}, ...} per verify/bench size; owned */
-  int has_score;         /* bench done: the numbers below are valid */
-  double median_ms;      /* geometric mean over bench sizes of medians */
-  double noise_ms;       /* median_ms * max over sizes of (ci95 half
-                            width / median) */
-  double score;          /* 1000 / median_ms: higher is better */
+  enum eval_stage stage;   /* the stage reached (DONE when all passed) */
+  enum eval_status status; /* ok, failed or rejected */
+  char error[512];         /* one line; "" when ok */
+  int hang_rank;           /* rank that did not finish, -1 if none */
+  char *build_log;         /* malloc'd, capped at EVAL_LOG_MAX; may be NULL */
+  char *verify_log;        /* ditto: verify/bench stdout+stderr tails */
+  json_t *directives;      /* directive_to_json(); NULL when none */
+  json_t *metrics;         /* {"SIZE": {"mode":..,"timing":{..},"verify":
+                              {..}}, ...} per verify/bench size; owned */
+  int has_score;           /* bench done: the numbers below are valid */
+  double median_ms;        /* geometric mean over bench sizes of medians */
+  double noise_ms;         /* median_ms * max over sizes of (ci95 half
+                              width / median) */
+  double score;            /* 1000 / median_ms: higher is better */
   double build_s, verify_s, bench_s; /* wall time per stage */
   int protocol_test; /* vranks run: times are not performance */
   /* a run was killed while cuco was stopping (e.g. its Slurm allocation

@@ -13,7 +13,7 @@
 #include "doctor.h"
 #include "eval.h"
 #include "launcher.h"
-#include "eval_int.h"
+#include "file.h"
 #include "toolchain.h"
 #include "workload.h"
 
@@ -38,13 +38,13 @@ static void save_logs(const char *dir, const struct eval_result *r)
   struct err e;
   json_t *j = eval_result_json(r);
 
-  if (build_mkdirs(dir, &e))
+  if (file_mkdirs(dir, &e))
     fprintf(stderr, "cuco eval: %s\n", e.msg);
   snprintf(p, sizeof(p), "%s/build.log", dir);
-  if (r->build_log && eval_write_text(p, r->build_log, &e))
+  if (r->build_log && file_write(p, r->build_log, strlen(r->build_log), &e))
     fprintf(stderr, "cuco eval: %s\n", e.msg);
   snprintf(p, sizeof(p), "%s/run.log", dir);
-  if (r->verify_log && eval_write_text(p, r->verify_log, &e))
+  if (r->verify_log && file_write(p, r->verify_log, strlen(r->verify_log), &e))
     fprintf(stderr, "cuco eval: %s\n", e.msg);
   snprintf(p, sizeof(p), "%s/eval.json", dir);
   if (j && json_dump_file(j, p, JSON_INDENT(2)))
@@ -86,7 +86,7 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
   char *code;
   int rc;
 
-  code = eval_read_text(path, CANDIDATE_MAX_BYTES * 2, e);
+  code = file_read_text(path, CANDIDATE_MAX_BYTES * 2, e);
   if (!code)
     return ERR_IO;
   o->impl_name = name;
@@ -104,13 +104,13 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
   free(code);
   if (rc == 0) {
     json_t *j = eval_result_json(&r);
-    if (!strcmp(r.status, "ok"))
+    if (r.status == EVAL_STATUS_OK)
       fprintf(c->out, "%s: ok%s", name,
               o->static_only    ? " (static checks)"
               : o->compile_only ? " (compiled)"
                                 : "");
     else
-      fprintf(c->out, "%s: %s: %s", name, r.status, r.error);
+      fprintf(c->out, "%s: %s: %s", name, eval_status_name(r.status), r.error);
     if (r.has_score)
       fprintf(c->out,
               "; median %.4g ms, noise %.2g ms, score %.4g (= 1000 / "
@@ -124,7 +124,7 @@ static int eval_one(struct eval_opts *o, struct cli *c, const char *path,
       json_object_set_new(j, "workload", json_string(o->wl->name));
       json_array_append_new(all, j);
     }
-    rc = strcmp(r.status, "ok") ? 1 : 0;
+    rc = r.status != EVAL_STATUS_OK;
   }
   eval_result_release(&r);
   return rc;
@@ -149,8 +149,8 @@ static void report_bar(struct cli *c, const struct workload *w, json_t *all)
     const char *impl = json_string_value(json_object_get(j, "impl"));
     for (b = 0; impl && b < w->nbaselines; b++)
       if (!strcmp(impl, w->baselines[b]) &&
-          !strcmp(json_string_value(json_object_get(j, "status")) ?: "",
-                  "ok") &&
+          eval_status_parse(json_string_value(json_object_get(j, "status"))
+                                ?: "") == EVAL_STATUS_OK &&
           n <= WORKLOAD_MAX_FILES) {
         names[n] = impl;
         metrics[n++] = json_object_get(j, "metrics");
@@ -181,7 +181,8 @@ static void report_bar(struct cli *c, const struct workload *w, json_t *all)
     const char *impl = json_string_value(json_object_get(j, "impl"));
     json_t *vs;
     if (!impl || strcmp(impl, w->seed) ||
-        strcmp(json_string_value(json_object_get(j, "status")) ?: "", "ok"))
+        eval_status_parse(json_string_value(json_object_get(j, "status"))
+                              ?: "") != EVAL_STATUS_OK)
       continue;
     vs = json_object();
     json_object_foreach(bar, size, row)

@@ -1,6 +1,5 @@
-/* eval_ff.c - freeform runs and the cheat suite; see eval.h. */
+/* eval_ff.c - freeform runs (eval.h explains the templates). */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,19 +11,12 @@
 #include "candidate.h"
 #include "eval.h"
 #include "eval_int.h"
+#include "file.h"
 #include "launcher.h"
 #include "proc.h"
 #include "workload.h"
 
 #define FF_OUT_MAX (1u << 20)
-
-double eval_now(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* The last stdout line that starts with '{', parsed. */
 static json_t *last_json_line(const char *out, char *why, size_t n)
@@ -113,7 +105,7 @@ static int ff_launched(const struct eval_opts *o, struct eval_ctx *x,
   if (!lr.all_ok) {
     if (lr.timed_out)
       r->hang_rank = lr.hang_rank;
-    eval_fail(r, o, st, "failed", "size %s: %s", s->name, lr.what);
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, lr.what);
     launcher_result_release(&lr);
     return 1;
   }
@@ -158,7 +150,7 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
     return err_wrap(e, "%s [freeform] run", o->wl->ini_path);
   if (o->launcher && o->launcher->kind != LAUNCHER_LOCAL) {
     rc = ff_launched(o, x, s, mode, (const char *const *)argv, r, &pr, e);
-    build_argv_free(argv);
+    tmpl_argv_free(argv);
     if (rc)
       return rc;
     goto parse;
@@ -172,7 +164,7 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
   po.out_max = FF_OUT_MAX;
   po.err_max = EVAL_LOG_MAX;
   rc = proc_run(&po, &pr, e);
-  build_argv_free(argv);
+  tmpl_argv_free(argv);
   proc_env_free(env);
   if (rc)
     return rc;
@@ -194,7 +186,7 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
       b--;
     if (pr.outcome == PROC_TIMEDOUT)
       r->hang_rank = 0;
-    eval_fail(r, o, st, "failed", "size %s: %s%s%s%.*s", s->name,
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s%s%s%.*s", s->name,
               pr.outcome == PROC_TIMEDOUT ? "hang: " : "",
               proc_describe(&pr, how, sizeof(how)), tl > b ? ": " : "",
               (int)(tl - b > 200 ? 200 : tl - b), t + b);
@@ -205,13 +197,13 @@ parse:
   j = last_json_line(buf_str(&pr.out), why, sizeof(why));
   proc_result_release(&pr);
   if (!j) {
-    eval_fail(r, o, st, "failed", "size %s: %s", s->name, why);
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, why);
     return 1;
   }
   ok = json_object_get(j, "ok");
   if (ok && !json_is_true(ok)) {
     const char *er = json_string_value(json_object_get(j, "error"));
-    eval_fail(r, o, st, "failed",
+    eval_fail(r, o, st, EVAL_STATUS_FAILED,
               "size %s: verification failed (the program's own check)%s%s",
               s->name, er ? ": " : "", er ? er : "");
     json_decref(j);
@@ -219,7 +211,7 @@ parse:
   }
   *val = json_number_value(json_object_get(j, o->wl->ff_metric));
   if (!json_is_number(json_object_get(j, o->wl->ff_metric)) || !(*val > 0)) {
-    eval_fail(r, o, st, "failed",
+    eval_fail(r, o, st, EVAL_STATUS_FAILED,
               "size %s: metrics line has no positive "
               "'%s'",
               s->name, o->wl->ff_metric);
@@ -276,261 +268,4 @@ int eval_ff_run(const struct eval_opts *o, struct eval_ctx *x,
   }
   *out = res;
   return 0;
-}
-
-/* ---- the cheat suite ---- */
-
-static int cmp_s(const void *a, const void *b)
-{
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* "// CUCO-EXPECT-REJECT: verify stale flags" -> stage + words. */
-static int expect_line(const char *code, int *stage, char *words, size_t n)
-{
-  const char *p = strstr(code, "CUCO-EXPECT-REJECT:");
-  char st[32];
-  size_t len;
-
-  if (!p)
-    return -1;
-  p += strlen("CUCO-EXPECT-REJECT:");
-  p += strspn(p, " \t");
-  len = strcspn(p, " \t\n");
-  snprintf(st, sizeof(st), "%.*s", (int)(len < 31 ? len : 31), p);
-  *stage = eval_stage_parse(st);
-  p += len;
-  p += strspn(p, " \t");
-  snprintf(words, n, "%.*s", (int)strcspn(p, "\n"), p);
-  return *stage < 0 || *stage >= EVAL_STAGE_DONE ? -1 : 0;
-}
-
-/* Drop the CUCO-EXPECT-REJECT line(s): they are for the suite, and a
- * line outside the blocks would fail the frozen-text check by itself. */
-static void strip_expect(char *code)
-{
-  char *p;
-
-  while ((p = strstr(code, "CUCO-EXPECT-REJECT:"))) {
-    char *bol = p, *eol = strchr(p, '\n');
-    while (bol > code && bol[-1] != '\n')
-      bol--;
-    eol = eol ? eol + 1 : p + strlen(p);
-    memmove(bol, eol, strlen(eol) + 1);
-  }
-}
-
-/* A cheat may carry a header of // comment lines (what it does) before
- * the seed's text; drop it so only the cheat's real edits are judged. */
-static void strip_header(char *code, const char *seed)
-{
-  size_t fl = strcspn(seed, "\n");
-  char *p = code;
-
-  if (!fl || !strncmp(code, seed, fl + 1))
-    return;
-  while (*p) {
-    const char *q = p + strspn(p, " \t");
-    if (!strncmp(p, seed, fl) && p[fl] == seed[fl]) {
-      memmove(code, p, strlen(p) + 1);
-      return;
-    }
-    if (q[0] != '/' || q[1] != '/')
-      return; /* not a comment header: judge the file as it is */
-    p += strcspn(p, "\n");
-    p += *p ? 1 : 0;
-  }
-}
-
-void eval_cheat_summary(const struct eval_cheat_tally *t, char *out, size_t n)
-{
-  int caught = 0, st, parts = 0;
-  size_t l;
-
-  for (st = 0; st < EVAL_STAGE_DONE; st++)
-    caught += t->caught[st];
-  if (!t->failures && !t->need_build && !t->need_gpu && !t->need_bench &&
-      !t->need_ranks) {
-    snprintf(out, n, "cheats: %d of %d caught as expected", caught, t->n);
-    return;
-  }
-  snprintf(out, n, "cheats:");
-  for (st = 0; st < EVAL_STAGE_DONE; st++)
-    if (t->caught[st]) {
-      l = strlen(out);
-      snprintf(out + l, n - l, "%s %d rejected at %s as expected",
-               parts++ ? "," : "", t->caught[st],
-               eval_stage_name((enum eval_stage)st));
-    }
-  if (t->failures) {
-    l = strlen(out);
-    snprintf(out + l, n - l, "%s %d NOT caught as expected",
-             parts++ ? "," : "", t->failures);
-  }
-  {
-    /* the cheats that were not judged, by what their stage needed */
-    const struct {
-      int count;
-      const char *what;
-    } nj[] = {{t->need_build, "a build (not judged)"},
-              {t->need_gpu, "a GPU (not judged)"},
-              {t->need_bench, "the bench (not judged: --no-bench)"},
-              {t->need_ranks, "more ranks (not judged)"}};
-    size_t k;
-    for (k = 0; k < sizeof(nj) / sizeof(nj[0]); k++) {
-      if (!nj[k].count)
-        continue;
-      l = strlen(out);
-      snprintf(out + l, n - l, "%s %d need%s %s", parts++ ? "," : "",
-               nj[k].count, nj[k].count == 1 ? "s" : "", nj[k].what);
-    }
-  }
-}
-
-/* The rank count a cheat's CUCO-EXPECT-REJECT words ask for ("ranks>=N":
- * a protocol cheat that one rank cannot expose); 1 when they ask none. */
-static int cheat_min_ranks(const char *words)
-{
-  const char *p = strstr(words, "ranks>=");
-  long v;
-
-  if (!p)
-    return 1;
-  v = strtol(p + 7, NULL, 10);
-  return v >= 1 && v <= 1024 ? (int)v : 1;
-}
-
-int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
-                struct err *e)
-{
-  char dir[WORKLOAD_PATH + 16], *names[256], *seed = NULL;
-  struct dirent *de;
-  DIR *d;
-  int n = 0, i, rc = 0;
-
-  memset(t, 0, sizeof(*t));
-  snprintf(dir, sizeof(dir), "%s/cheats", o->wl->dir);
-  d = opendir(dir);
-  if (!d)
-    return err_set(e, ERR_NOTFOUND, "%s: %s", dir, strerror(errno));
-  while ((de = readdir(d)) && n < 256) {
-    size_t l = strlen(de->d_name);
-    if (l > 3 && !strcmp(de->d_name + l - 3, ".cu"))
-      names[n++] = strdup(de->d_name);
-  }
-  closedir(d);
-  qsort(names, (size_t)n, sizeof(char *), cmp_s);
-  if (o->seed_code) {
-    seed = strdup(o->seed_code);
-  } else {
-    char sp[WORKLOAD_PATH + 160];
-    struct err se;
-    snprintf(sp, sizeof(sp), "%s/%s", o->wl->dir, o->wl->seed);
-    seed = eval_read_text(sp, CANDIDATE_MAX_BYTES, &se);
-  }
-  for (i = 0; i < n && rc == 0; i++) {
-    char path[WORKLOAD_PATH + 300], words[200], line[480], wd[WORKLOAD_PATH];
-    struct eval_opts co = *o;
-    struct eval_result r;
-    struct err ce = {0, ""};
-    char *code;
-    int want, caught;
-    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-    t->n++;
-    code = eval_read_text(path, CANDIDATE_MAX_BYTES * 2, &ce);
-    if (!code || expect_line(code, &want, words, sizeof(words))) {
-      t->failures++;
-      if (o->progress)
-        o->progress(o->progress_ud, EVAL_STAGE_STATIC, 0,
-                    code ? "no valid '// CUCO-EXPECT-REJECT: STAGE words' "
-                           "line"
-                         : ce.msg);
-      free(code);
-      continue;
-    }
-    strip_expect(code);
-    if (seed)
-      strip_header(code, seed);
-    co.device_candidate = 1;
-    co.impl_name = names[i];
-    co.progress = NULL;
-    if (o->work_dir) {
-      snprintf(wd, sizeof(wd), "%s/cheats/%.*s", o->work_dir,
-               (int)(strlen(names[i]) - 3), names[i]);
-      co.work_dir = wd;
-    }
-    rc = eval_candidate(&co, code, &r, e);
-    free(code);
-    if (rc) {
-      eval_result_release(&r);
-      break;
-    }
-    {
-      int ranks = o->vranks > 0 ? o->vranks : o->ranks > 0 ? o->ranks : 1;
-      int need = cheat_min_ranks(words);
-      if (!strcmp(r.status, "ok") && !o->compile_only && !o->static_only &&
-          (need > ranks || (want == EVAL_STAGE_BENCH && o->skip_bench))) {
-        /* it ran, but what exposes it did not: not judged, not caught */
-        caught = 1;
-        if (need > ranks) {
-          t->need_ranks++;
-          snprintf(line, sizeof(line),
-                   "%s: passed at %d rank%s; its rejection at %s (%s) "
-                   "needs %d (not judged: --ranks/--vranks %d)",
-                   names[i], ranks, ranks == 1 ? "" : "s",
-                   eval_stage_name((enum eval_stage)want), words, need, need);
-        } else {
-          t->need_bench++;
-          snprintf(line, sizeof(line),
-                   "%s: passed verify; its rejection at bench (%s) needs "
-                   "the bench (not judged: --no-bench)",
-                   names[i], words);
-        }
-        if (o->progress)
-          o->progress(o->progress_ud, r.stage, caught, line);
-        eval_result_release(&r);
-        continue;
-      }
-    }
-    if (!strcmp(r.status, "ok") && (o->compile_only || o->static_only) &&
-        want > (int)r.stage) {
-      /* its stage did not run here: not judged, not caught */
-      int gpu = want >= EVAL_STAGE_VERIFY;
-      caught = 1;
-      if (gpu)
-        t->need_gpu++;
-      else
-        t->need_build++;
-      snprintf(line, sizeof(line),
-               "%s: %s; its rejection at %s (%s) needs "
-               "a %s run (not judged)",
-               names[i],
-               o->static_only ? "passed the static checks"
-                              : "compiled, linked and passed the allowlist",
-               eval_stage_name((enum eval_stage)want), words,
-               gpu ? "GPU" : "build");
-    } else if (strcmp(r.status, "ok") && (int)r.stage == want) {
-      caught = 1;
-      t->caught[want]++;
-      snprintf(line, sizeof(line), "%s: rejected at %s as expected (%s)",
-               names[i], eval_stage_name(r.stage), r.error);
-    } else {
-      caught = 0;
-      t->failures++;
-      snprintf(line, sizeof(line),
-               "%s: NOT caught as expected at %s (%s): "
-               "%s%s %s",
-               names[i], eval_stage_name((enum eval_stage)want), words,
-               strcmp(r.status, "ok") ? "stopped at " : "it passed",
-               strcmp(r.status, "ok") ? eval_stage_name(r.stage) : "",
-               r.error);
-    }
-    if (o->progress)
-      o->progress(o->progress_ud, r.stage, caught, line);
-    eval_result_release(&r);
-  }
-  for (i = 0; i < n; i++)
-    free(names[i]);
-  free(seed);
-  return rc;
 }

@@ -1,5 +1,10 @@
-/* eval_int.h - what eval.c, eval_ff.c and eval_cli.c share (not an API
- * for other modules). */
+/* eval_int.h - what the parts of the cascade share (not an API for other
+ * modules).  Each part calls only those below it, never back up:
+ *   eval_verdict.c  eval_fail/eval_pass/eval_log_append/eval_now
+ *   eval_thresh.c   frozen thresholds        (uses eval_verdict)
+ *   eval_ff.c       freeform runs            (uses eval_verdict)
+ *   eval.c          eval_candidate()         (uses all three)
+ * eval_cheats.c and eval_cli.c use eval.h only. */
 #ifndef CUCO_EVAL_INT_H
 #define CUCO_EVAL_INT_H
 
@@ -28,24 +33,19 @@ struct eval_ctx {
   struct workload_size bsizes[WORKLOAD_MAX_SIZES];
 };
 
-/* Read a text file of at most cap bytes (no NUL bytes); caller frees. */
-char *eval_read_text(const char *path, size_t cap, struct err *e);
-int eval_write_text(const char *path, const char *text,
-                    struct err *e) WARN_UNUSED;
-/* Remove a directory tree (best effort). */
-void eval_rmtree(const char *dir);
 double eval_now(void);
 
-/* Record a failed stage ("STAGE: message") and report it. */
+/* eval_verdict.c: record a failed stage ("STAGE: message") and report
+ * it. */
 void eval_fail(struct eval_result *r, const struct eval_opts *o,
-               enum eval_stage st, const char *status, const char *fmt, ...)
-    PRINTF_LIKE(5, 6);
+               enum eval_stage st, enum eval_status status, const char *fmt,
+               ...) PRINTF_LIKE(5, 6);
 void eval_pass(const struct eval_opts *o, enum eval_stage st, const char *fmt,
                ...) PRINTF_LIKE(3, 4);
 void eval_log_append(char **log, const char *text);
 
-/* One freeform run (verify: once; bench: [freeform] repeat times) of one
- * size.  0 passed (*out = its metrics), 1 failed (verdict set), <0
+/* eval_ff.c: one freeform run (verify: once; bench: [freeform] repeat times)
+ * of one size.  0 passed (*out = its metrics), 1 failed (verdict set), <0
  * internal error. */
 int eval_ff_run(const struct eval_opts *o, struct eval_ctx *x,
                 const struct workload_size *s, const char *mode,

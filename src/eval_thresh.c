@@ -50,11 +50,12 @@ int eval_thresh_after(const struct eval_opts *o, const struct eval_ctx *x,
   if (th->found && o->wl->kind == WORKLOAD_FREEFORM) {
     char why[400];
     if (thresh_errors_freeform(met, &rel, &row, &block, &me)) {
-      eval_fail(r, o, st, "failed", "size %s: thresholds: %s", s->name,
-                me.msg);
+      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: thresholds: %s",
+                s->name, me.msg);
       rc = 1;
     } else if (thresh_check(&th->t, rel, row, block, why, sizeof(why))) {
-      eval_fail(r, o, st, "failed", "size %s: thresholds: %s", s->name, why);
+      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: thresholds: %s",
+                s->name, why);
       rc = 1;
     }
   }

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "doctor.h"
 #include "eval.h"
+#include "file.h"
 #include "llm.h"
 #include "log.h"
 #include "confirm.h"
@@ -118,50 +119,6 @@ int evolve_opts_init(struct evolve_opts *o, const struct config *cfg,
   return 0;
 }
 
-/* Read a whole file (capped) into a malloc'd string. */
-static char *read_file(const char *path, struct err *e)
-{
-  FILE *f = fopen(path, "rb");
-  struct buf b = BUF_INIT(CODE_MAX);
-  char tmp[8192];
-  size_t n;
-
-  if (!f) {
-    err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-    return NULL;
-  }
-  while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-    buf_append(&b, tmp, n);
-  fclose(f);
-  if (buf_error(&b)) {
-    err_set(e, ERR_TOOBIG, "%s: larger than %u bytes", path, CODE_MAX);
-    buf_release(&b);
-    return NULL;
-  }
-  return buf_detach(&b, NULL);
-}
-
-/* mkdir -p */
-static int make_dirs(const char *path, struct err *e)
-{
-  char p[1024];
-  size_t i;
-
-  if (strlen(path) >= sizeof(p))
-    return err_set(e, ERR_USAGE, "--out path too long");
-  snprintf(p, sizeof(p), "%s", path);
-  for (i = 1; p[i]; i++)
-    if (p[i] == '/') {
-      p[i] = '\0';
-      if (mkdir(p, 0755) && errno != EEXIST)
-        return err_set(e, ERR_IO, "%s: %s", p, strerror(errno));
-      p[i] = '/';
-    }
-  if (mkdir(p, 0755) && errno != EEXIST)
-    return err_set(e, ERR_IO, "%s: %s", p, strerror(errno));
-  return 0;
-}
-
 /* Geometric mean of the per-size bar medians in baseline_json. */
 static double baseline_mean(const char *baseline_json)
 {
@@ -185,7 +142,7 @@ static int measure_baseline(struct evolve *s, const char *name,
 
   *metrics = NULL;
   snprintf(path, sizeof(path), "%s/%s", s->wl.dir, name);
-  code = read_file(path, e);
+  code = file_read(path, CODE_MAX, NULL, e);
   if (!code)
     return e->code;
   memset(&eo, 0, sizeof(eo));
@@ -204,7 +161,7 @@ static int measure_baseline(struct evolve *s, const char *name,
   fflush(stdout);
   rc = eval_candidate(&eo, code, &r, e);
   free(code);
-  if (rc || strcmp(r.status, "ok") || !r.metrics)
+  if (rc || r.status != EVAL_STATUS_OK || !r.metrics)
     log_warn("evolve: baseline %s: %s; it is not part of the bar", name,
              rc           ? e->msg
              : r.error[0] ? r.error
@@ -620,7 +577,7 @@ static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
     return err_set(e, ERR_NOTFOUND, "%s",
                    doctor_no_gpu_line("evolve", s->wl.dir));
   snprintf(path, sizeof(path), "%s/%s", s->wl.dir, s->wl.seed);
-  s->seed_code = read_file(path, e);
+  s->seed_code = file_read(path, CODE_MAX, NULL, e);
   if (!s->seed_code)
     return e->code;
   dot = strrchr(s->wl.seed, '.');
@@ -690,7 +647,7 @@ static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
 
   if ((rc = prepare(s, ctx, e)))
     return rc;
-  if ((rc = make_dirs(s->o.out_dir, e)))
+  if ((rc = file_mkdirs(s->o.out_dir, e)))
     return rc;
   snprintf(path, sizeof(path), "%s/run.db", s->o.out_dir);
   exists = stat(path, &st) == 0;

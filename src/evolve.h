@@ -1,10 +1,11 @@
 /* evolve.h - `cuco evolve`: the multi-island evolutionary search.
  *
  * evolve.c owns the command line, the run setup (database, baseline,
- * seed, resume) and the final summary; search.c owns the loop (islands,
- * selection, proposals, novelty, evaluation slots, migration, meta
- * summaries, progress).  Both share struct evolve (defined in
- * search_impl.h, internal).
+ * seed, resume) and the final summary; propose.c owns the loop
+ * (search_run: the workers, islands, selection, proposals, novelty,
+ * evaluation slots); search.c the members and their bookkeeping
+ * (evaluation, migration, meta summaries, progress, the best program).
+ * All three share struct evolve (defined in search_impl.h, internal).
  */
 #ifndef CUCO_EVOLVE_H
 #define CUCO_EVOLVE_H

@@ -10,6 +10,7 @@
 
 #include "analyze.h"
 #include "cmd.h"
+#include "file.h"
 #include "log.h"
 #include "transform.h"
 
@@ -148,19 +149,9 @@ static int write_file(const char *dir, const char *name, const char *text,
                       size_t len, struct err *e)
 {
   char path[4096];
-  FILE *f;
 
   snprintf(path, sizeof(path), "%s/%s", dir, name);
-  f = fopen(path, "wb");
-  if (!f)
-    return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-  if (fwrite(text, 1, len, f) != len) {
-    fclose(f);
-    return err_set(e, ERR_IO, "%s: write failed", path);
-  }
-  if (fclose(f) != 0)
-    return err_set(e, ERR_IO, "%s: write failed", path);
-  return 0;
+  return file_write(path, text, len, e);
 }
 
 /* The local files an imported program needs: every file it includes with
@@ -242,7 +233,7 @@ static void collect_locals(const char *srcdir, struct locals *l,
     size_t len;
     struct err e2;
     snprintf(path, sizeof(path), "%s%s", srcdir, l->rel[i]);
-    t = analyze_read_file(path, 8u << 20, &len, &e2);
+    t = file_read(path, 8u << 20, &len, &e2);
     if (!t)
       continue;
     scan_includes(srcdir, l->rel[i], t, l);
@@ -277,7 +268,7 @@ static int copy_local(const char *srcdir, const char *rel, const char *dir,
       return err_set(e, ERR_IO, "cannot create %s: %s", sub, strerror(errno));
   }
   snprintf(path, sizeof(path), "%s%s", srcdir, rel);
-  t = analyze_read_file(path, 8u << 20, &len, e);
+  t = file_read(path, 8u << 20, &len, e);
   if (!t)
     return e->code;
   rc = write_file(dir, rel, t, len, e);
@@ -297,7 +288,7 @@ static void workload_sections(const char *srcdir, struct buf *out, char *ranks,
   int keep = 0, inwl = 0;
 
   snprintf(path, sizeof(path), "%sworkload.ini", srcdir);
-  t = analyze_read_file(path, 1u << 20, &len, &e2);
+  t = file_read(path, 1u << 20, &len, &e2);
   if (!t)
     return;
   for (line = strtok_r(t, "\n", &save); line;
@@ -615,7 +606,7 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
   if (from) {
     char refpath[4096];
     const char *slash = strrchr(from, '/');
-    src = analyze_read_file(from, 8u << 20, &srclen, &e);
+    src = file_read(from, 8u << 20, &srclen, &e);
     if (!src)
       goto fail;
     r = analyze_source(from, src, srclen, &e);
@@ -629,7 +620,7 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
     snprintf(refpath, sizeof(refpath), "%sreference.cu", srcdir);
     if (runtime_kind && strcmp(refpath, from)) {
       struct err e2;
-      ref = analyze_read_file(refpath, 8u << 20, &reflen, &e2);
+      ref = file_read(refpath, 8u << 20, &reflen, &e2);
     }
     /* and every local file either includes, so the scaffold builds */
     loc = calloc(1, sizeof(*loc));

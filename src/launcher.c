@@ -14,7 +14,6 @@
 #include "config.h"
 #include "proc.h"
 
-#define MAX_ARGS  256
 #define OUT_MAX   (1u << 20)
 #define ERR_MAX   (256u * 1024u)
 #define ENV_MAX   16
@@ -96,145 +95,72 @@ int launcher_config(const struct config *cfg, const char *cli,
   return 0;
 }
 
-void launcher_argv_free(char **argv)
+/* The launcher's whole-token placeholders. */
+static int list_token(void *ud, const char *name, size_t len,
+                      struct tmpl_argv *a)
 {
-  size_t i;
-
-  for (i = 0; argv && argv[i]; i++)
-    free(argv[i]);
-  free(argv);
-}
-
-static int push(char **argv, int *n, const char *s)
-{
-  if (*n >= MAX_ARGS)
-    return -1;
-  argv[*n] = strdup(s);
-  if (!argv[*n])
-    return -1;
-  (*n)++;
-  return 0;
-}
-
-/* A whole-token placeholder: 1 when tok (len) is one (argv extended), 0
- * when it is not, -1 on overflow. */
-static int list_token(const char *tok, size_t len,
-                      const struct launcher_vars *v, char **argv, int *n)
-{
+  const struct launcher_vars *v = ud;
   char tmp[64];
   int i, rc = 0;
 
-#define IS(s) (len == strlen(s) && !strncmp(tok, s, len))
-  if (IS("{bin}")) {
-    rc = push(argv, n, v->argv[0]);
-  } else if (IS("{args}")) {
+#define IS(s) (len == strlen(s) && !strncmp(name, s, len))
+  if (IS("bin")) {
+    rc = tmpl_push(a, v->argv[0]);
+  } else if (IS("args")) {
     for (i = 1; v->argv[i] && rc == 0; i++)
-      rc = push(argv, n, v->argv[i]);
-  } else if (IS("{hostfile}")) {
+      rc = tmpl_push(a, v->argv[i]);
+  } else if (IS("hostfile")) {
     if (v->hostfile && *v->hostfile)
-      rc = push(argv, n, "--hostfile") || push(argv, n, v->hostfile);
-  } else if (IS("{asroot}")) {
+      rc = tmpl_push(a, "--hostfile") || tmpl_push(a, v->hostfile);
+  } else if (IS("asroot")) {
     if (v->as_root)
-      rc = push(argv, n, "--allow-run-as-root");
-  } else if (IS("{env}")) {
+      rc = tmpl_push(a, "--allow-run-as-root");
+  } else if (IS("env")) {
     for (i = 0; v->env_names && v->env_names[i] && rc == 0; i++)
-      rc = push(argv, n, "-x") || push(argv, n, v->env_names[i]);
-  } else if (IS("{gpus}")) {
+      rc = tmpl_push(a, "-x") || tmpl_push(a, v->env_names[i]);
+  } else if (IS("gpus")) {
     if (v->gpus_per_rank > 0 && v->allocation_gpus) {
       snprintf(tmp, sizeof(tmp), "--gpus-per-task=%d", v->gpus_per_rank);
-      rc = push(argv, n, tmp);
+      rc = tmpl_push(a, tmp);
     }
-  } else if (IS("{time}")) {
+  } else if (IS("time")) {
     double t = v->timeout_s > 0 ? v->timeout_s : 120;
     snprintf(tmp, sizeof(tmp), "--time=%d", (int)(t / 60) + 2);
-    rc = push(argv, n, tmp);
+    rc = tmpl_push(a, tmp);
   } else {
     return 0;
   }
-#undef IS
   return rc ? -1 : 1;
+}
+
+/* The launcher's in-word placeholders. */
+static const char *word_value(void *ud, const char *name, size_t len,
+                              char *tmp, size_t tmpn)
+{
+  const struct launcher_vars *v = ud;
+
+  if (IS("nranks")) {
+    snprintf(tmp, tmpn, "%d", v->nranks);
+    return tmp;
+  }
+  if (IS("name"))
+    return v->name ? v->name : "cuco";
+  if (IS("work"))
+    return v->work ? v->work : ".";
+  return NULL;
+#undef IS
 }
 
 char **launcher_expand(const char *tmpl, const struct launcher_vars *v,
                        struct err *e)
 {
-  char **argv = calloc(MAX_ARGS + 1, sizeof(char *));
-  const char *p = tmpl;
-  int n = 0;
+  const struct tmpl_hooks h = {
+      "launcher template",
+      "inside a word: {nranks} {name} {work}; alone: {bin} {args} "
+      "{hostfile} {asroot} {env} {gpus} {time}",
+      list_token, word_value, (void *)v};
 
-  if (!argv) {
-    err_set(e, ERR_NOMEM, "out of memory");
-    return NULL;
-  }
-  while (*p) {
-    struct buf tok = BUF_INIT(8192);
-    size_t len, i;
-    int lt;
-    p += strspn(p, " \t");
-    if (!*p)
-      break;
-    len = strcspn(p, " \t");
-    lt = list_token(p, len, v, argv, &n);
-    if (lt < 0)
-      goto toobig;
-    if (lt > 0) {
-      p += len;
-      continue;
-    }
-    for (i = 0; i < len; i++) {
-      size_t close;
-      char num[32];
-      const char *val = NULL;
-      if (p[i] != '{') {
-        (void)buf_putc(&tok, p[i]);
-        continue;
-      }
-      close = strcspn(p + i, "}");
-      if (i + close >= len) {
-        err_set(e, ERR_CONFIG, "unclosed '{' in launcher template '%.60s'",
-                tmpl);
-        goto fail_tok;
-      }
-      if (close == 7 && !strncmp(p + i, "{nranks", 7)) {
-        snprintf(num, sizeof(num), "%d", v->nranks);
-        val = num;
-      } else if (close == 5 && !strncmp(p + i, "{name", 5)) {
-        val = v->name ? v->name : "cuco";
-      } else if (close == 5 && !strncmp(p + i, "{work", 5)) {
-        val = v->work ? v->work : ".";
-      } else {
-        err_set(e, ERR_CONFIG,
-                "unknown placeholder '%.*s' in launcher template '%.60s' "
-                "(inside a word: {nranks} {name} {work}; alone: {bin} "
-                "{args} {hostfile} {asroot} {env} {gpus} {time})",
-                (int)close + 1, p + i, tmpl);
-        goto fail_tok;
-      }
-      (void)buf_puts(&tok, val);
-      i += close;
-    }
-    if (buf_error(&tok) || n >= MAX_ARGS) {
-      buf_release(&tok);
-      goto toobig;
-    }
-    argv[n++] = buf_detach(&tok, NULL);
-    p += len;
-    continue;
-  fail_tok:
-    buf_release(&tok);
-    launcher_argv_free(argv);
-    return NULL;
-  }
-  if (!n || !argv[0]) {
-    err_set(e, ERR_CONFIG, "empty launcher template");
-    launcher_argv_free(argv);
-    return NULL;
-  }
-  return argv;
-toobig:
-  err_set(e, ERR_TOOBIG, "launcher command too long: '%.60s'", tmpl);
-  launcher_argv_free(argv);
-  return NULL;
+  return tmpl_expand(tmpl, &h, e);
 }
 
 int launcher_find_cancel(const char *text, char *id, size_t idn, char *reason,
@@ -803,7 +729,7 @@ int launcher_run(const struct launcher_run_opts *o, struct launcher_result *r,
   proc_result_release(&j.res);
 out:
   remove_files(o, 1);
-  launcher_argv_free(argv);
+  tmpl_argv_free(argv);
   proc_env_free(j.env);
   return rc;
 }

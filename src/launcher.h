@@ -40,6 +40,7 @@
 
 #include "buf.h"
 #include "err.h"
+#include "tmpl.h"
 
 struct config;
 
@@ -91,11 +92,10 @@ struct launcher_vars {
 };
 
 /* Expand tmpl into a NULL-terminated argv (caller frees each string and
- * the array with launcher_argv_free).  NULL with ERR_CONFIG for an unknown
+ * the array with tmpl_argv_free).  NULL with ERR_CONFIG for an unknown
  * placeholder or an unclosed '{', ERR_TOOBIG past 256 arguments. */
 char **launcher_expand(const char *tmpl, const struct launcher_vars *v,
                        struct err *e);
-void launcher_argv_free(char **argv);
 
 /* Find slurmstepd's "*** STEP 3.2 ON node CANCELLED AT T [DUE TO R] ***"
  * (or "*** JOB 3 ...") in text.  1 when found: *id gets "3.2" (or "3"),

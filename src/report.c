@@ -12,6 +12,7 @@
 #include "bar.h"
 #include "charts.h"
 #include "cmd.h"
+#include "file.h"
 #include "html.h"
 #include "rundb.h"
 
@@ -555,35 +556,6 @@ int report_render(struct rundb *db, enum report_format fmt, struct buf *out,
   return rc;
 }
 
-/* Write data to path through a temporary file and a rename, so a failed
- * write never leaves half a report behind. */
-static int write_file(const char *path, const char *data, size_t n,
-                      struct err *e)
-{
-  char tmp[4096];
-  FILE *f;
-  int ok;
-
-  if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >=
-      (int)sizeof tmp)
-    return err_set(e, ERR_IO, "%s: path too long", path);
-  f = fopen(tmp, "wb");
-  if (!f)
-    return err_set(e, ERR_IO, "%s: cannot write", tmp);
-  ok = fwrite(data, 1, n, f) == n;
-  if (fclose(f))
-    ok = 0;
-  if (!ok) {
-    unlink(tmp);
-    return err_set(e, ERR_IO, "%s: write failed", path);
-  }
-  if (rename(tmp, path)) {
-    unlink(tmp);
-    return err_set(e, ERR_IO, "%s: cannot replace", path);
-  }
-  return 0;
-}
-
 int cmd_report(struct cmd_ctx *ctx, int argc, char **argv)
 {
   static const struct option opts[] = {
@@ -626,7 +598,7 @@ int cmd_report(struct cmd_ctx *ctx, int argc, char **argv)
   if (report_render(db, fmt, &out, &e))
     goto fail;
   if (outpath) {
-    if (write_file(outpath, buf_str(&out), out.len, &e))
+    if (file_write(outpath, buf_str(&out), out.len, &e))
       goto fail;
   } else if (fwrite(buf_str(&out), 1, out.len, stdout) != out.len) {
     err_set(&e, ERR_IO, "stdout: write failed");

@@ -16,6 +16,7 @@
 
 #include "buf.h"
 #include "eval.h"
+#include "file.h"
 #include "llm.h"
 #include "log.h"
 #include "meta.h"
@@ -101,20 +102,14 @@ long long search_record(void *ud, const struct llm_record *rec)
  * rename, so a kill never leaves half a file). */
 static void write_best(struct evolve *s, const struct member *b)
 {
-  char path[1200], tmp[1300];
-  FILE *f;
+  char path[1200];
+  struct err e = {0, ""};
 
   if (!b || !b->p.code)
     return;
   snprintf(path, sizeof(path), "%s/best%s", s->o.out_dir, s->ext);
-  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-  f = fopen(tmp, "w");
-  if (!f || fputs(b->p.code, f) < 0 || fclose(f)) {
-    log_warn("evolve: cannot write %s", path);
-    return;
-  }
-  if (rename(tmp, path))
-    log_warn("evolve: cannot rename %s", tmp);
+  if (file_write(path, b->p.code, strlen(b->p.code), &e))
+    log_warn("evolve: %s", e.msg);
 }
 
 void search_write_best(struct evolve *s)
@@ -334,7 +329,7 @@ static void fill_outcome(struct evolve *s, struct db_program *p,
 {
   json_t *d = r->directives;
 
-  p->status = strdup(r->status[0] ? r->status : "failed");
+  p->status = strdup(eval_status_name(r->status));
   p->stage = strdup(eval_stage_name(r->stage));
   p->error = r->error[0] ? strdup(r->error) : NULL;
   p->build_log = r->build_log ? strdup(r->build_log) : NULL;
@@ -343,7 +338,7 @@ static void fill_outcome(struct evolve *s, struct db_program *p,
                         ? json_dumps(r->metrics, JSON_COMPACT | JSON_SORT_KEYS)
                         : NULL;
   if ((r->has_score || (r->protocol_test && r->median_ms > 0)) &&
-      !strcmp(r->status, "ok")) {
+      r->status == EVAL_STATUS_OK) {
     /* vranks runs rank candidates too; the summary says they are a
      * protocol test, not performance */
     p->has_score = 1;
@@ -380,7 +375,7 @@ static void fill_outcome(struct evolve *s, struct db_program *p,
 /* Is a passing measurement's spread beyond the noise threshold? */
 static int noisy(const struct evolve *s, const struct eval_result *r)
 {
-  return s->o.noise_threshold > 0 && !strcmp(r->status, "ok") &&
+  return s->o.noise_threshold > 0 && r->status == EVAL_STATUS_OK &&
          r->has_score && r->median_ms > 0 &&
          r->noise_ms / r->median_ms > s->o.noise_threshold;
 }
@@ -429,7 +424,7 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
     struct err e2;
     double rel = r.noise_ms / r.median_ms;
     memset(&r2, 0, sizeof(r2));
-    if (!eval_candidate(&eo, code, &r2, &e2) && !strcmp(r2.status, "ok") &&
+    if (!eval_candidate(&eo, code, &r2, &e2) && r2.status == EVAL_STATUS_OK &&
         r2.has_score && r2.median_ms > 0 && r2.noise_ms / r2.median_ms < rel) {
       struct eval_result t = r;
       r = r2;
@@ -447,7 +442,7 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
   }
   free(code);
   if (!rc &&
-      (r.interrupted || (search_interrupted && strcmp(r.status, "ok")))) {
+      (r.interrupted || (search_interrupted && r.status != EVAL_STATUS_OK))) {
     /* its run was killed because cuco is stopping (an allocation that
      * ended, a signal that reached a build or a local run too): no
      * verdict; the row stays 'running' for --resume to evaluate again */

@@ -1,4 +1,5 @@
-/* search_impl.h - the state evolve.c and search.c share (internal). */
+/* search_impl.h - the state evolve.c, propose.c and search.c share
+ * (internal). */
 #ifndef CUCO_SEARCH_IMPL_H
 #define CUCO_SEARCH_IMPL_H
 
@@ -88,8 +89,8 @@ struct member *search_find(struct evolve *s, int64_t id);
 int search_evaluate(struct evolve *s, int64_t id, int slot,
                     struct err *e) WARN_UNUSED;
 
-/* Run the workers until every island has its generations or a budget
- * ends the run.  Returns 0, or a fatal error. */
+/* propose.c: run the workers until every island has its generations or
+ * a budget ends the run.  Returns 0, or a fatal error. */
 int search_run(struct evolve *s, struct err *e) WARN_UNUSED;
 
 /* Insert a copy of program src on island dst (edit kind "migrate"; no

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "build.h"
+#include "file.h"
 #include "workload.h"
 
 #define THRESH_FILE_MAX (4u << 20)
@@ -299,13 +299,13 @@ int thresh_store(const char *cache_dir, const char *wl_name, const char *key,
                  const struct thresh *t, int *stored, struct err *e)
 {
   char dir[WORKLOAD_PATH + 32], path[WORKLOAD_PATH + 160];
-  char lock[WORKLOAD_PATH + 170], tmp[WORKLOAD_PATH + 180];
+  char lock[WORKLOAD_PATH + 170], *text = NULL;
   json_t *store = NULL, *en;
   int fd, rc = 0;
 
   *stored = 0;
   snprintf(dir, sizeof(dir), "%s/thresholds", cache_dir);
-  if ((rc = build_mkdirs(dir, e)))
+  if ((rc = file_mkdirs(dir, e)))
     return rc;
   file_path(cache_dir, wl_name, path, sizeof(path));
   snprintf(lock, sizeof(lock), "%s.lock", path);
@@ -327,15 +327,16 @@ int thresh_store(const char *cache_dir, const char *wl_name, const char *key,
     goto out;
   }
   json_object_set_new(json_object_get(store, "entries"), key, en);
-  snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
-  if (json_dump_file(store, tmp, JSON_INDENT(1) | JSON_SORT_KEYS) ||
-      rename(tmp, path)) {
-    rc = err_set(e, ERR_IO, "cannot write %s", path);
-    unlink(tmp);
+  text = json_dumps(store, JSON_INDENT(1) | JSON_SORT_KEYS);
+  if (!text) {
+    rc = err_set(e, ERR_NOMEM, "out of memory");
     goto out;
   }
+  if ((rc = file_write(path, text, strlen(text), e)))
+    goto out;
   *stored = 1;
 out:
+  free(text);
   json_decref(store);
   if (fd >= 0)
     close(fd); /* releases the lock */

@@ -21,6 +21,7 @@
 #include "directive.h"
 #include "doctor.h"
 #include "eval.h"
+#include "file.h"
 #include "llm.h"
 #include "log.h"
 #include "toolchain.h"
@@ -52,20 +53,9 @@ static int write_text(const char *dir, const char *name, const char *text,
                       struct err *e)
 {
   char p[2048];
-  FILE *f;
-  size_t n = strlen(text);
 
   snprintf(p, sizeof(p), "%s/%s", dir, name);
-  f = fopen(p, "wb");
-  if (!f)
-    return err_set(e, ERR_IO, "%s: %s", p, strerror(errno));
-  if (fwrite(text, 1, n, f) != n) {
-    fclose(f);
-    return err_set(e, ERR_IO, "%s: write failed", p);
-  }
-  if (fclose(f))
-    return err_set(e, ERR_IO, "%s: write failed", p);
-  return 0;
+  return file_write(p, text, strlen(text), e);
 }
 
 /* Every LLM call, as the DB's llm_calls row, one JSON line. */
@@ -303,14 +293,15 @@ static int evaluate(struct tstate *t, int stage, const char *code,
     return rc; /* could not evaluate at all: stop */
   }
   buf_printf(&v, "stage reached: %s, status: %s%s%s\n",
-             eval_stage_name(res.stage), res.status,
+             eval_stage_name(res.stage), eval_status_name(res.status),
              res.error[0] ? ", error: " : "", res.error);
   if (res.build_log && *res.build_log)
     buf_printf(&v, "--- build log (tail) ---\n%s\n", res.build_log);
   if (res.verify_log && *res.verify_log)
     buf_printf(&v, "--- run log (tail) ---\n%s\n", res.verify_log);
   *verdict = buf_detach(&v, NULL);
-  rc = strcmp(res.status, "ok") ? err_set(e, ERR_VERIFY, "%s", res.error) : 0;
+  rc = res.status != EVAL_STATUS_OK ? err_set(e, ERR_VERIFY, "%s", res.error)
+                                    : 0;
   eval_result_release(&res);
   return rc;
 }
@@ -480,7 +471,7 @@ static int setup(struct tstate *t, const struct config *cfg,
 
   base = t->wl.baselines[0];
   snprintf(path, sizeof(path), "%s/%s", t->wl.dir, base);
-  src = analyze_read_file(path, CODE_MAX, &len, e);
+  src = file_read(path, CODE_MAX, &len, e);
   if (!src)
     return e->code;
   ar = analyze_source(base, src, len, e);
@@ -532,7 +523,7 @@ int transform_run(const struct config *cfg, const struct transform_opts *o,
                                               1, 100, &max_iters, e)) != 0)
     goto out;
   snprintf(path, sizeof(path), "%s/%s", t.wl.dir, t.wl.baselines[0]);
-  current = analyze_read_file(path, CODE_MAX, NULL, e);
+  current = file_read(path, CODE_MAX, NULL, e);
   if (!current) {
     rc = e->code;
     goto out;
@@ -633,7 +624,7 @@ int transform_run(const struct config *cfg, const struct transform_opts *o,
     char sp[1100];
     char *old_seed;
     snprintf(sp, sizeof(sp), "%s/%s", t.wl.dir, t.wl.seed);
-    old_seed = analyze_read_file(sp, CODE_MAX, NULL, &ie);
+    old_seed = file_read(sp, CODE_MAX, NULL, &ie);
     if (old_seed && !strncmp(old_seed, TRANSFORM_PLACEHOLDER,
                              strlen(TRANSFORM_PLACEHOLDER)))
       snprintf(r->seed_path, sizeof(r->seed_path), "%s", sp);

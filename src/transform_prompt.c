@@ -10,6 +10,7 @@
 
 #include "analyze.h"
 #include "buf.h"
+#include "file.h"
 #include "transform.h"
 #include "workload.h"
 
@@ -58,7 +59,7 @@ static int add_file(struct buf *out, const char *root, const char *rel,
   char *s;
 
   snprintf(p, sizeof(p), "%s/%s", root, rel);
-  s = analyze_read_file(p, max, &len, e);
+  s = file_read(p, max, &len, e);
   if (!s)
     return e->code;
   buf_append(out, s, len);

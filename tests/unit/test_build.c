@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "build.h"
+#include "file.h"
 
 static void test_template(void **state)
 {
@@ -33,7 +34,7 @@ static void test_template(void **state)
   assert_string_equal(argv[6], "/w/cand.c");
   assert_string_equal(argv[7], "-lm");
   assert_null(argv[8]);
-  build_argv_free(argv);
+  tmpl_argv_free(argv);
   /* placeholders inside a token; {flags} with no flags vanishes; a value
    * with blanks stays one argument (no shell) */
   v.nflags = 0;
@@ -43,7 +44,7 @@ static void test_template(void **state)
   assert_string_equal(argv[1], "--p=M=1,N=2");
   assert_string_equal(argv[2], "xa by");
   assert_null(argv[3]);
-  build_argv_free(argv);
+  tmpl_argv_free(argv);
   assert_null(build_template_argv("{bin} {nope}", &v, &e));
   assert_non_null(strstr(e.msg, "unknown placeholder '{nope}'"));
   assert_null(build_template_argv("{bin} {src", &v, &e));
@@ -59,9 +60,9 @@ static void test_mkdirs_cache(void **state)
   snprintf(d, sizeof(d), "/tmp/cuco-bt.XXXXXX");
   assert_non_null(mkdtemp(d));
   snprintf(sub, sizeof(sub), "%s/a/b/c", d);
-  assert_int_equal(build_mkdirs(sub, &e), 0);
+  assert_int_equal(file_mkdirs(sub, &e), 0);
   assert_int_equal(access(sub, W_OK), 0);
-  assert_int_equal(build_mkdirs(sub, &e), 0);
+  assert_int_equal(file_mkdirs(sub, &e), 0);
   setenv("CUCO_CACHE_DIR", sub, 1);
   build_default_cache(c, sizeof(c));
   assert_string_equal(c, sub);

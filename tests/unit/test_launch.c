@@ -11,8 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "eval_int.h"
+#include "file.h"
 #include "launch.h"
+
+static int write_str(const char *path, const char *text, struct err *e)
+{
+  return file_write(path, text, strlen(text), e);
+}
 
 static char dir[64], bin[128], resp[128];
 
@@ -52,7 +57,7 @@ static int setup(void **state)
     return -1;
   snprintf(bin, sizeof(bin), "%s/fake.sh", dir);
   snprintf(resp, sizeof(resp), "%s/RESULT.json", dir);
-  if (eval_write_text(bin, script, &e))
+  if (write_str(bin, script, &e))
     return -1;
   return chmod(bin, 0755);
 }
@@ -60,7 +65,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
   (void)state;
-  eval_rmtree(dir);
+  file_rmtree(dir);
   return 0;
 }
 
@@ -93,7 +98,7 @@ static void test_all_ok(void **state)
   setenv("SECRET_KEY", "sk-123", 1);
   assert_int_equal(run("ok,ok", 2, 20, &r), 0);
   snprintf(envf, sizeof(envf), "%s.env", resp);
-  env = eval_read_text(envf, 4096, &e);
+  env = file_read_text(envf, 4096, &e);
   assert_non_null(env);
   /* NVLS always off, NCCL's lib first, no secrets, rank fields added */
   assert_true(!strncmp(env, "0|/opt/nccl/lib", 15));
@@ -154,31 +159,31 @@ static void test_result_validation(void **state)
   struct err e = {0, ""};
   json_t *j;
   (void)state;
-  assert_int_equal(eval_write_text(resp, "{\"schema\":2}", &e), 0);
+  assert_int_equal(write_str(resp, "{\"schema\":2}", &e), 0);
   assert_null(launch_read_result(resp, &e));
   assert_non_null(strstr(e.msg, "schema 1"));
-  assert_int_equal(eval_write_text(resp,
-                                   "{\"schema\":1,\"status\":\"ok\",\"mode\":"
-                                   "\"bench\",\"verify\":{\"passed\":true},"
-                                   "\"timing\":{\"median_ms\":0}}",
-                                   &e),
+  assert_int_equal(write_str(resp,
+                             "{\"schema\":1,\"status\":\"ok\",\"mode\":"
+                             "\"bench\",\"verify\":{\"passed\":true},"
+                             "\"timing\":{\"median_ms\":0}}",
+                             &e),
                    0);
   assert_null(launch_read_result(resp, &e));
   assert_non_null(strstr(e.msg, "median_ms"));
-  assert_int_equal(eval_write_text(resp,
-                                   "{\"schema\":1,\"status\":\"ok\",\"mode\":"
-                                   "\"verify\",\"verify\":{\"passed\":true},"
-                                   "\"checks_skipped\":4}",
-                                   &e),
+  assert_int_equal(write_str(resp,
+                             "{\"schema\":1,\"status\":\"ok\",\"mode\":"
+                             "\"verify\",\"verify\":{\"passed\":true},"
+                             "\"checks_skipped\":4}",
+                             &e),
                    0);
   assert_null(launch_read_result(resp, &e));
   assert_non_null(strstr(e.msg, "checks were skipped"));
-  assert_int_equal(eval_write_text(resp, "{\"schema\":1,", &e), 0);
+  assert_int_equal(write_str(resp, "{\"schema\":1,", &e), 0);
   assert_null(launch_read_result(resp, &e));
-  assert_int_equal(eval_write_text(resp,
-                                   "{\"schema\":1,\"status\":\"verify_failed\""
-                                   ",\"mode\":\"verify\"}",
-                                   &e),
+  assert_int_equal(write_str(resp,
+                             "{\"schema\":1,\"status\":\"verify_failed\""
+                             ",\"mode\":\"verify\"}",
+                             &e),
                    0);
   j = launch_read_result(resp, &e);
   assert_non_null(j);

@@ -69,7 +69,7 @@ static void test_expand(void **st)
   assert_string_equal(join(a), "mpirun|-np|4|--bind-to|none|-x|"
                                "NCCL_NVLS_ENABLE|-x|LD_LIBRARY_PATH|"
                                "/w/cand.bin|--mode|verify");
-  launcher_argv_free(a);
+  tmpl_argv_free(a);
   v.hostfile = "/h/hosts";
   v.as_root = 1;
   v.env_names = NULL;
@@ -78,7 +78,7 @@ static void test_expand(void **st)
   assert_string_equal(join(a), "mpirun|-np|4|--hostfile|/h/hosts|"
                                "--allow-run-as-root|--bind-to|none|"
                                "/w/cand.bin|--mode|verify");
-  launcher_argv_free(a);
+  tmpl_argv_free(a);
   v.gpus_per_rank = 1;
   v.allocation_gpus = 1;
   v.timeout_s = 130;
@@ -87,11 +87,11 @@ static void test_expand(void **st)
   assert_string_equal(join(a), "srun|--ntasks=4|--exact|--kill-on-bad-exit=1|"
                                "--job-name=cuco-1-2|--gpus-per-task=1|"
                                "--time=4|-v|/w/cand.bin|--mode|verify");
-  launcher_argv_free(a);
+  tmpl_argv_free(a);
   v.allocation_gpus = 0; /* a CPU allocation: no GPU binding */
   a = launcher_expand("srun -n{nranks} {gpus} {bin}", &v, &e);
   assert_string_equal(join(a), "srun|-n4|/w/cand.bin");
-  launcher_argv_free(a);
+  tmpl_argv_free(a);
   assert_null(launcher_expand("mpirun {bogus} {bin}", &v, &e));
   assert_int_equal(e.code, ERR_CONFIG);
   assert_non_null(strstr(e.msg, "'{bogus}'"));

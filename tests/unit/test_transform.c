@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "candidate.h"
 #include "directive.h"
+#include "file.h"
 #include "transform.h"
 #include "workload.h"
 
@@ -56,7 +57,7 @@ static void test_markers_only(void **state)
 static char *slurp(const char *path)
 {
   struct err e = {0, ""};
-  char *s = analyze_read_file(path, 1u << 20, NULL, &e);
+  char *s = file_read(path, 1u << 20, NULL, &e);
   if (!s)
     fail_msg("%s", e.msg);
   return s;

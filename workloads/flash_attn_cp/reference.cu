@@ -26,7 +26,6 @@
 
 #include "rt.cuh"
 #include "wl_work.h"
-#include "rt_cmp_elem.cuh"
 #include "wl_attn.cuh"
 
 #define REF_ALL_ROWS 4096   // check every row up to this many (b, row) pairs
