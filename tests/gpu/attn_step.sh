@@ -24,8 +24,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-OUT=${OUT:-$ROOT/build/gpu-out}
-mkdir -p "$OUT"
+gpu_out "$ROOT/build/gpu-out"
 gpu_cuda_tools
 OBJDUMP=$(command -v cuobjdump || echo "$CUDA_HOME/bin/cuobjdump")
 SIZES=${SIZES:-8192,16384,32768}
@@ -126,15 +125,9 @@ if [ -x "$SAN" ]; then
     rc=$?
     { echo "---- compute-sanitizer $tool"; tail -40 "$WORK/san-$tool.log"; } >>"$OUT/attn_step_run.log"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$WORK/san-$tool.log" | tail -2 >>"$SUM"
-    if [ $rc -eq 124 ]; then
-      echo "compute-sanitizer $tool: ran out of its 60 s (inconclusive, not a failure)" | tee -a "$SUM"
-      continue
-    fi
-    gpu_step "compute-sanitizer $tool, tiny shapes ($(($(date +%s) - t0)) s)" $rc
+    gpu_sanitizer_step "$tool" 60 "$rc" "$t0"
   done
 else
   echo "compute-sanitizer not found: skipped" | tee -a "$SUM"
 fi
-echo "---- summary ($SUM)"
-cat "$SUM"
-exit $status
+gpu_summary_end

@@ -11,12 +11,9 @@
 #   build/cuco-cache, so the second call reuses the first one's objects.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT" || exit 2
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-OUT=${OUT:-$ROOT/out}
-RANKS=${RANKS:-1}
-mkdir -p "$OUT"
+gpu_script_dirs
 gpu_cuco_env "$ROOT" "$ROOT/build/cuco-cache"
 PART=${PART:-all}
 WORK=$(mktemp -d /tmp/cuco-gpu-eval.XXXXXX)

@@ -15,13 +15,10 @@
 # all 21 candidates are done.  Needs python3 (for the database copy).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT" || exit 2
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-OUT=${OUT:-$ROOT/out}
-RANKS=${RANKS:-1}
+gpu_script_dirs
 RUN=${RUN_DIR:-$ROOT/out/gpu-evolve-r$RANKS}
-mkdir -p "$OUT"
 gpu_cuco_env "$ROOT" "/tmp/cuco-cache"
 log=$OUT/evolve-gpu.txt
 RESUME=()

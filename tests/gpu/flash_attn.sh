@@ -27,9 +27,8 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-OUT=${OUT:-$ROOT/build/gpu-attn}
 PART=${PART:-all}
-mkdir -p "$OUT"
+gpu_out "$ROOT/build/gpu-attn"
 gpu_nvls_off
 WL=$ROOT/workloads/flash_attn_cp
 gpu_nvcc_env "$WL" "${ATTN_BUILD:-/tmp/flash_attn_build}"  # B: binaries and scratch, NOT under $OUT

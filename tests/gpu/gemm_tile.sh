@@ -23,8 +23,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-OUT=${OUT:-$ROOT/build/gpu-out}
-mkdir -p "$OUT"
+gpu_out "$ROOT/build/gpu-out"
 gpu_cuda_tools
 LIBDIR=
 for d in "$CUDA_HOME/lib64" /usr/local/cuda/lib64 /usr/local/cuda-13.0/targets/x86_64-linux/lib \
@@ -105,15 +104,9 @@ if [ -x "$SAN" ]; then
     timeout 20 "$SAN" --tool $tool --error-exitcode 9 "$WORK/gemm_tile_bench" --mode test \
       --impl v1 --small --out "$WORK/san-$tool" >>"$OUT/gemm_tile_sanitize.log" 2>&1
     rc=$?
-    if [ $rc -eq 124 ]; then
-      echo "compute-sanitizer $tool: ran out of its 20 s (inconclusive, not a failure)" | tee -a "$SUM"
-      continue
-    fi
-    gpu_step "compute-sanitizer $tool, tiny shapes ($(($(date +%s) - t0)) s)" $rc
+    gpu_sanitizer_step "$tool" 20 "$rc" "$t0"
   done
 else
   echo "compute-sanitizer not found: skipped" | tee -a "$SUM"
 fi
-echo "---- summary ($SUM)"
-cat "$SUM"
-exit $status
+gpu_summary_end

@@ -28,8 +28,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-OUT=${OUT:-$ROOT/build/gpu-kv}
-mkdir -p "$OUT"
+gpu_out "$ROOT/build/gpu-kv"
 gpu_nvls_off
 WL=$ROOT/workloads/kv_transfer
 gpu_nvcc_env "$WL" "${KV_BUILD:-/tmp/kv_transfer_build}"  # B: binaries and scratch, NOT under $OUT

@@ -7,6 +7,9 @@
 #
 # Environment of a GPU machine (NCCL 2.28.9 from the python package
 # nvidia-nccl-cu13; NVLink SHARP/multicast off):
+#   gpu_out DIR             OUT defaults to DIR; creates it
+#   gpu_script_dirs         reads ROOT, OUT, RANKS: cd ROOT (exit 2 when it
+#                           cannot), OUT defaults to ROOT/out (created), RANKS to 1
 #   gpu_nvls_off            exports NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1
 #                           TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 #   gpu_nccl_dir            prints the package's directory (empty: none)
@@ -71,7 +74,20 @@
 #   gpu_summary_init SUM    empties SUM, status=0, the GPU and its clocks to SUM
 #   gpu_step NAME RC        "NAME: exit RC" to stdout and SUM; RC != 0 sets status=1
 #   gpu_spill_warn LOG      a WARNING line (stdout, SUM) when ptxas spilled
+#   gpu_sanitizer_step TOOL LIMIT RC T0  a compute-sanitizer run's step; its
+#                           timeout (RC 124 after LIMIT s) is said, not failed
+#   gpu_summary_end         prints SUM and exits with status
 
+gpu_out() {
+  OUT=${OUT:-$1}
+  mkdir -p "$OUT"
+}
+gpu_script_dirs() {
+  cd "$ROOT" || exit 2
+  OUT=${OUT:-$ROOT/out}
+  RANKS=${RANKS:-1}
+  mkdir -p "$OUT"
+}
 gpu_nvls_off() {
   export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 }
@@ -244,4 +260,16 @@ gpu_spill_warn() {
   if grep -E "[1-9][0-9]* bytes spill (stores|loads)" "$1" >/dev/null; then
     echo "WARNING: register spills (see $(basename "$1"))" | tee -a "$SUM"
   fi
+}
+gpu_sanitizer_step() {
+  if [ "$3" -eq 124 ]; then
+    echo "compute-sanitizer $1: ran out of its $2 s (inconclusive, not a failure)" | tee -a "$SUM"
+  else
+    gpu_step "compute-sanitizer $1, tiny shapes ($(($(date +%s) - $4)) s)" "$3"
+  fi
+}
+gpu_summary_end() {
+  echo "---- summary ($SUM)"
+  cat "$SUM"
+  exit "$status"
 }

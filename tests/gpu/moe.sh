@@ -21,9 +21,8 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-OUT=${OUT:-$ROOT/build/gpu-moe}
 PART=${PART:-all}
-mkdir -p "$OUT"
+gpu_out "$ROOT/build/gpu-moe"
 gpu_nvls_off
 WL=$ROOT/workloads/moe_dsv3
 gpu_nvcc_env "$WL" "${MOE_BUILD:-/tmp/moe_dsv3_build}" -diag-suppress 177  # B: NOT under $OUT

@@ -11,12 +11,9 @@
 # sandbox-eval-{auto,none}.json.  Exit 0 when both evals pass.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT" || exit 2
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-OUT=${OUT:-$ROOT/out}
-RANKS=${RANKS:-1}
-mkdir -p "$OUT"
+gpu_script_dirs
 gpu_cuco_env "$ROOT" "$ROOT/build/cuco-cache"
 WORK=$(mktemp -d /tmp/cuco-gpu-sandbox.XXXXXX)
 log=$OUT/sandbox-gpu.txt

@@ -11,12 +11,9 @@
 #   run from anywhere:  RANKS=1 tests/gpu/transform.sh
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT" || exit 2
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-OUT=${OUT:-$ROOT/out}
-RANKS=${RANKS:-1}
-mkdir -p "$OUT"
+gpu_script_dirs
 gpu_nvls_off
 CUCO=${CUCO:-$ROOT/build-gpu/cuco}
 [ -x "$CUCO" ] || CUCO=$ROOT/cuco

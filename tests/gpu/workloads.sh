@@ -30,11 +30,9 @@
 # one failed, 2 when none failed but some were skipped (deadline).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT" || exit 2
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-OUT=${OUT:-$ROOT/out}
-mkdir -p "$OUT"
+gpu_script_dirs
 gpu_cuco_env "$ROOT" "/tmp/cuco-cache"
 WLS=${WLS:-"moe_dsv3 kv_transfer gemm_allgather flash_attn_cp"}
 # One lane by default: cuco evals sharing the one GPU are not a valid
