@@ -22,30 +22,22 @@
 # Exit status: 0 all passed, 1 a step failed.  About 3-4 minutes.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-$ROOT/build/gpu-out}
-mkdir -p "$OUT"
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
-SAN=$(command -v compute-sanitizer || echo "$CUDA_HOME/bin/compute-sanitizer")
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_out "$ROOT/build/gpu-out"
+gpu_cuda_tools
 OBJDUMP=$(command -v cuobjdump || echo "$CUDA_HOME/bin/cuobjdump")
 SIZES=${SIZES:-8192,16384,32768}
 REPS=${REPS:-20}
 WORK=$(mktemp -d /tmp/attn_step.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-SUM="$OUT/attn_step_summary.txt"
-: >"$SUM"
-status=0
-step() { # name rc
-  echo "$1: exit $2" | tee -a "$SUM"
-  [ "$2" -eq 0 ] || status=1
-}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >>"$SUM" 2>&1
+gpu_summary_init "$OUT/attn_step_summary.txt"
 
 t0=$(date +%s)
 "$NVCC" -arch=sm_90 -std=c++17 -O3 -lineinfo -Xptxas -v -I"$ROOT/runtime" \
   "$ROOT/bench/attn_step_bench.cu" -o "$WORK/attn_step_bench" >"$OUT/attn_step_build.log" 2>&1
 rc=$?
-step "build ($(($(date +%s) - t0)) s)" $rc
+gpu_step "build ($(($(date +%s) - t0)) s)" $rc
 if [ $rc -ne 0 ]; then
   tail -30 "$OUT/attn_step_build.log"
   exit 1
@@ -55,10 +47,8 @@ echo "---- build with -DATTN_STEP_MIN_BLOCKS_D128=2" >>"$OUT/attn_step_build.log
   -DATTN_STEP_MIN_BLOCKS_D128=2 "$ROOT/bench/attn_step_bench.cu" -o "$WORK/attn_step_bench_2cta" \
   >>"$OUT/attn_step_build.log" 2>&1
 rc2cta=$?
-step "build 2-CTA variant" $rc2cta
-if grep -E "[1-9][0-9]* bytes spill (stores|loads)" "$OUT/attn_step_build.log" >/dev/null; then
-  echo "WARNING: register spills (see attn_step_build.log)" | tee -a "$SUM"
-fi
+gpu_step "build 2-CTA variant" $rc2cta
+gpu_spill_warn "$OUT/attn_step_build.log"
 if [ -x "$OBJDUMP" ]; then
   echo "SASS: $("$OBJDUMP" -sass "$WORK/attn_step_bench" | grep -c ' HMMA') HMMA instructions" |
     tee -a "$SUM" "$OUT/attn_step_build.log"
@@ -67,7 +57,7 @@ fi
 t0=$(date +%s)
 timeout 150 "$WORK/attn_step_bench" --mode test --out "$OUT" 2>&1 | tee "$OUT/attn_step_run.log"
 rc=${PIPESTATUS[0]}
-step "test vs fp64 ($(($(date +%s) - t0)) s)" $rc
+gpu_step "test vs fp64 ($(($(date +%s) - t0)) s)" $rc
 grep -E '^(FAIL|CUDA error)' "$OUT/attn_step_run.log" | head -30 >>"$SUM"
 
 # The benchmark runs even when a check failed (its own verification of the
@@ -76,14 +66,14 @@ t0=$(date +%s)
 timeout 150 "$WORK/attn_step_bench" --mode bench --sizes "$SIZES" --reps "$REPS" --out "$OUT" 2>&1 |
   tee -a "$OUT/attn_step_run.log"
 rc=${PIPESTATUS[0]}
-step "bench attn_step ($(($(date +%s) - t0)) s)" $rc
+gpu_step "bench attn_step ($(($(date +%s) - t0)) s)" $rc
 if [ $rc2cta -eq 0 ]; then
   mkdir -p "$WORK/v2cta"
   t0=$(date +%s)
   timeout 150 "$WORK/attn_step_bench_2cta" --mode all --sizes "$SIZES" --reps "$REPS" \
     --out "$WORK/v2cta" 2>&1 | tee -a "$OUT/attn_step_run.log"
   rc=${PIPESTATUS[0]}
-  step "2-CTA variant: test + bench ($(($(date +%s) - t0)) s)" $rc
+  gpu_step "2-CTA variant: test + bench ($(($(date +%s) - t0)) s)" $rc
   cp "$WORK/v2cta/attn_step_bench.json" "$OUT/attn_step_bench_2cta.json" 2>/dev/null
 fi
 grep -E '^BENCH' "$OUT/attn_step_run.log" >>"$SUM"
@@ -93,7 +83,7 @@ timeout 150 python3 "$ROOT/tests/gpu/attn_step_sdpa.py" "$SIZES" "$REPS" >"$OUT/
   2>"$WORK/sdpa.err"
 rc=$?
 [ $rc -eq 0 ] || { tail -5 "$WORK/sdpa.err" | tee -a "$SUM"; echo '{}' >"$OUT/attn_step_sdpa.json"; }
-step "torch SDPA ($(($(date +%s) - t0)) s)" $rc
+gpu_step "torch SDPA ($(($(date +%s) - t0)) s)" $rc
 
 python3 - "$OUT/attn_step_bench.json" "$OUT/attn_step_sdpa.json" "$OUT/attn_step_summary.json" \
   "$OUT/attn_step_bench_2cta.json" <<'PY' 2>&1 | tee -a "$SUM"
@@ -135,15 +125,9 @@ if [ -x "$SAN" ]; then
     rc=$?
     { echo "---- compute-sanitizer $tool"; tail -40 "$WORK/san-$tool.log"; } >>"$OUT/attn_step_run.log"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$WORK/san-$tool.log" | tail -2 >>"$SUM"
-    if [ $rc -eq 124 ]; then
-      echo "compute-sanitizer $tool: ran out of its 60 s (inconclusive, not a failure)" | tee -a "$SUM"
-      continue
-    fi
-    step "compute-sanitizer $tool, tiny shapes ($(($(date +%s) - t0)) s)" $rc
+    gpu_sanitizer_step "$tool" 60 "$rc" "$t0"
   done
 else
   echo "compute-sanitizer not found: skipped" | tee -a "$SUM"
 fi
-echo "---- summary ($SUM)"
-cat "$SUM"
-exit $status
+gpu_summary_end

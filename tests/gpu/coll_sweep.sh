@@ -12,24 +12,16 @@
 # failed), 2 when it cannot be built.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
+# shellcheck source=lib.sh
+. tests/gpu/lib.sh
 OUT=${OUT:-/tmp/cuco-coll-sweep}
 mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+gpu_nvls_off
 LOG=$OUT/coll_sweep.log
 : >"$LOG"
-NCCL_HOME=${CUCO_NCCL_HOME:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
-if [ -z "$NCCL_HOME" ] || [ ! -f "$NCCL_HOME/include/nccl.h" ]; then
-  echo "no NCCL 2.28.9 (python package nvidia-nccl-cu13) found" | tee -a "$LOG"
-  exit 2
-fi
-CUDA_LIB=/usr/local/cuda/lib64
-export LD_LIBRARY_PATH=$NCCL_HOME/lib:$CUDA_LIB:${LD_LIBRARY_PATH:-}
+gpu_nccl_home "$LOG"
 W=$(mktemp -d /tmp/cuco-coll-sweep.XXXXXX)
-mkdir -p "$W/lib"
-# pip's NCCL ships only libnccl.so.2: give the linker a libnccl.so to find.
-if [ ! -e "$NCCL_HOME/lib/libnccl.so" ]; then
-  ln -sf "$(ls "$NCCL_HOME"/lib/libnccl.so* 2>/dev/null | head -1)" "$W/lib/libnccl.so"
-fi
+gpu_libnccl_link "$NCCL_HOME" "$W/lib"
 nvidia-smi topo -m >"$OUT/topo.txt" 2>&1
 RANKS=${RANKS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 [ "$RANKS" -ge 1 ] 2>/dev/null || { echo "no GPU listed by nvidia-smi" | tee -a "$LOG"; exit 2; }

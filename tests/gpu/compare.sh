@@ -4,10 +4,12 @@
 # mostly the build). Writes $OUT/compare.log. Exit 0 when all checks pass.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
+# shellcheck source=lib.sh
+. tests/gpu/lib.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/cuco-compare.XXXXXX)
-NCCL_HOME=${CUCO_NCCL_HOME:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
+NCCL_HOME=${CUCO_NCCL_HOME:-$(gpu_nccl_dir)}
 INC=(-Iruntime)
 [ -n "$NCCL_HOME" ] && INC+=(-I"$NCCL_HOME/include")
 {

@@ -15,18 +15,11 @@
 # all 21 candidates are done.  Needs python3 (for the database copy).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT" || exit 2
-OUT=${OUT:-$ROOT/out}
-RANKS=${RANKS:-1}
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_script_dirs
 RUN=${RUN_DIR:-$ROOT/out/gpu-evolve-r$RANKS}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-[ -d "$ROOT/.gpulibs" ] && export LD_LIBRARY_PATH="$ROOT/.gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ -z "${CUCO_NCCL_HOME:-}" ]; then
-  CUCO_NCCL_HOME=$(python3 -c 'import nvidia.nccl;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
-  export CUCO_NCCL_HOME
-fi
-export CUCO_CACHE_DIR=${CUCO_CACHE_DIR:-/tmp/cuco-cache}
+gpu_cuco_env "$ROOT" "/tmp/cuco-cache"
 log=$OUT/evolve-gpu.txt
 RESUME=()
 [ -f "$RUN/run.db" ] && RESUME=(--resume)

@@ -25,55 +25,24 @@
 # Exit status 0 when every check that must pass passed.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-$ROOT/build/gpu-attn}
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
 PART=${PART:-all}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-T_START=$(date +%s)
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-NCCL_DIR=${NCCL_DIR:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
+gpu_out "$ROOT/build/gpu-attn"
+gpu_nvls_off
 WL=$ROOT/workloads/flash_attn_cp
-INC=(-I"$ROOT/runtime" -I"$WL")
-LIBS=(-lcublas -lcublasLt -lnccl)
-if [ -n "$NCCL_DIR" ] && [ -d "$NCCL_DIR/include" ]; then
-  INC=(-I"$NCCL_DIR/include" "${INC[@]}")
-  LIBS=(-L"$NCCL_DIR/lib" -Xlinker -rpath -Xlinker "$NCCL_DIR/lib" "${LIBS[@]}")
-  export LD_LIBRARY_PATH="$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}"
-fi
-NV=("$NVCC" -arch=sm_90 -std=c++17 -O3 -lineinfo "${INC[@]}")
-B=${ATTN_BUILD:-/tmp/flash_attn_build}  # binaries and scratch: NOT under $OUT
-rm -rf "$B"
-mkdir -p "$B/lib"
-if [ -n "$NCCL_DIR" ] && [ ! -e "$NCCL_DIR/lib/libnccl.so" ]; then
-  so=$(ls "$NCCL_DIR"/lib/libnccl.so* 2>/dev/null | head -1)
-  [ -n "$so" ] && ln -sf "$so" "$B/lib/libnccl.so"
-fi
-CUDA_LIB=${CUDA_LIB:-$(dirname "$(dirname "$NVCC")")/lib64}
-LIBS=(-L"$B/lib" -L"$CUDA_LIB" -Xlinker -rpath -Xlinker "$CUDA_LIB" "${LIBS[@]}")
-export LD_LIBRARY_PATH="$CUDA_LIB:${LD_LIBRARY_PATH:-}"
-TAP=$OUT/flash_attn.tap RUNS=$OUT/runs.log JL=$OUT/results.jsonl REC=$B/records.txt
-rm -f "$TAP" "$RUNS" "$JL" "$OUT/summary.json" "$OUT/build.log"
-: >"$TAP"; : >"$RUNS"; : >"$JL"; : >"$REC"; : >"$OUT/build.log"
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1" | tee -a "$TAP"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1" | tee -a "$TAP"; echo "# $2" | tee -a "$TAP"; }
-note() { echo "# $*" | tee -a "$TAP"; }
-note "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
-note "NCCL_DIR=${NCCL_DIR:-none, using the CUDA headers}"
+gpu_nvcc_env "$WL" "${ATTN_BUILD:-/tmp/flash_attn_build}"  # B: binaries and scratch, NOT under $OUT
+gpu_harness_init flash_attn
 
 # ---- build -------------------------------------------------------------------------
-build_obj() {  # SRC OBJ [FLAGS...]
-  local src=$1 obj=$2; shift 2
-  "${NV[@]}" "$@" -c "$src" -o "$obj" >"$obj.log" 2>&1
-}
-jobs_wait() { while [ "$(jobs -rp | wc -l)" -ge "${ATTN_JOBS:-12}" ]; do sleep 0.5; done; }
+J=${ATTN_JOBS:-12}
 MODES="real vr"; [ "$PART" = bench ] && MODES=real
 for mode in $MODES; do
   vf=(); [ $mode = vr ] && vf=(-DCUCO_VRANKS)
   for f in "$ROOT"/runtime/*.cu; do
-    build_obj "$f" "$B/${mode}_rt_$(basename "$f" .cu).o" "${vf[@]}" & jobs_wait
+    gpu_build_obj "$f" "$B/${mode}_rt_$(basename "$f" .cu).o" "${vf[@]}" & gpu_throttle "$J"
   done
-  build_obj "$WL/reference.cu" "$B/${mode}_reference.o" "${vf[@]}" & jobs_wait
+  gpu_build_obj "$WL/reference.cu" "$B/${mode}_reference.o" "${vf[@]}" & gpu_throttle "$J"
 done
 # name|source|directive flags|modes
 IMPLS=("A|$WL/baseline.cu||real"
@@ -91,7 +60,7 @@ for e in "${IMPLS[@]}"; do
   for mode in $modes; do
     vf=(); [ $mode = vr ] && vf=(-DCUCO_VRANKS)
     # shellcheck disable=SC2086
-    build_obj "$src" "$B/${mode}_$name.o" "${vf[@]}" $flags & jobs_wait
+    gpu_build_obj "$src" "$B/${mode}_$name.o" "${vf[@]}" $flags & gpu_throttle "$J"
   done
 done
 wait
@@ -101,15 +70,11 @@ for e in "${IMPLS[@]}"; do
   IFS='|' read -r name src flags modes <<<"$e"
   for mode in $modes; do
     nt=$((nt + 1))
-    if [ -f "$B/${mode}_$name.o" ] && "$NVCC" -arch=sm_90 -o "$B/${mode}_$name" "$B/${mode}"_rt_*.o \
-        "$B/${mode}_reference.o" "$B/${mode}_$name.o" "${LIBS[@]}" >>"$OUT/build.log" 2>&1; then
-      nb=$((nb + 1))
-    else
-      not_ok "build $mode $name" "$(tail -5 "$B/${mode}_$name.o.log" 2>/dev/null) (see build.log)"
-    fi
+    if gpu_link "$B" "${mode}_$name" "$B/${mode}"_rt_*.o "$B/${mode}_reference.o"; then nb=$((nb + 1))
+    else gpu_not_ok "build $mode $name" "$(tail -5 "$B/${mode}_$name.o.log" 2>/dev/null) (see build.log)"; fi
   done
 done
-ok "built $nb of $nt binaries in $(($(date +%s) - T_START)) s"
+gpu_ok "built $nb of $nt binaries in $(($(date +%s) - T_START)) s"
 
 # Sizes (the same strings as workload.ini; t1002 checks).
 declare -A SZ=(
@@ -129,30 +94,21 @@ TOL=1e-2
 # vr: extra args carry --vranks R.
 run() {
   local mode=$1 impl=$2 size=$3 bmode=$4 want=$5 to=$6 reason=$7; shift 7
-  local res=$B/res.json bin=$B/${mode}_$impl tag="$impl $size $bmode${*:+ $*}"
-  rm -f "$res" "$res".rank*.progress
-  if [ ! -x "$bin" ]; then not_ok "$tag" "not built"; return; fi
-  local cmd=("$bin" --params "${SZ[$size]}" --size-name "$size" --mode "$bmode" --seed 12345
-             --tol "$TOL" --impl "$impl" --workload flash_attn_cp --out "$res")
-  [ "$mode" = real ] && cmd+=(--rank 0 --nranks 1)
-  cmd+=("$@")
-  echo "== $tag: ${cmd[*]}" >>"$RUNS"
-  local t0; t0=$(date +%s%N)
-  timeout "$to" "${cmd[@]}" >>"$RUNS" 2>"$B/stderr.txt"; local rc=$?
-  local dt; dt=$(( ($(date +%s%N) - t0) / 1000000 ))
-  dt=$((dt / 1000)).$(printf %03d $((dt % 1000)))
-  cat "$B/stderr.txt" >>"$RUNS"
-  [ -f "$res" ] && tr -d '\n' <"$res" >>"$JL" && echo >>"$JL"
+  local res=$B/res.json tag="$impl $size $bmode${*:+ $*}" ranks=()
+  if [ ! -x "$B/${mode}_$impl" ]; then gpu_not_ok "$tag" "not built"; return; fi
+  [ "$mode" = real ] && ranks=(--rank 0 --nranks 1)
+  gpu_run_bin "$res" "$to" "$tag" "$B/${mode}_$impl" --params "${SZ[$size]}" --size-name "$size" \
+    --mode "$bmode" --seed 12345 --tol "$TOL" --impl "$impl" --workload flash_attn_cp --out "$res" \
+    "${ranks[@]}" "$@"
   local vr=0; [[ " $* " == *" --vranks "* ]] && vr=$(echo "$*" | sed -E 's/.*--vranks ([0-9]+).*/\1/')
-  echo "$impl|$size|$bmode|$rc|$want|$dt|$vr" >>"$REC"
+  echo "$impl|$size|$bmode|$gpu_rc|$want|$gpu_dt|$vr" >>"$REC"
   local err=""; [ -f "$res" ] && err=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1])).get("error",""))' "$res" 2>/dev/null)
-  local why; why="${err:-$(tail -2 "$B/stderr.txt" | tr '\n' ' ')}"
-  [ "$rc" -eq 124 ] && why="timeout (hang?) at stage $(cat "$res".rank0.progress 2>/dev/null)"
-  if [ "$want" = any ]; then note "$tag: exit $rc ${why:0:300}"
-  elif [ "$rc" -ne "$want" ]; then not_ok "$tag" "exit $rc, wanted $want: ${why:0:400}"
+  gpu_why "$err"
+  if [ "$want" = any ]; then gpu_note "$tag: exit $gpu_rc ${why:0:300}"
+  elif [ "$gpu_rc" -ne "$want" ]; then gpu_not_ok "$tag" "exit $gpu_rc, wanted $want: ${why:0:400}"
   elif [ "$want" = 3 ] && ! echo "$err" | grep -qE "$reason"; then
-    not_ok "$tag" "rejected, but not by '$reason': ${err:0:300}"
-  else ok "$tag (exit $rc, ${dt%.*} s)${err:+: ${err:0:120}}"; fi
+    gpu_not_ok "$tag" "rejected, but not by '$reason': ${err:0:300}"
+  else gpu_ok "$tag (exit $gpu_rc, ${gpu_dt%.*} s)${err:+: ${err:0:120}}"; fi
 }
 
 # Reason prefixes each cheat's mechanism gives (runtime reason words).
@@ -171,10 +127,7 @@ if [ "$PART" != bench ]; then
 first=1
 for s in v_tiny v_small v_odd v_1000 v_contig v_gqa; do
   for impl in A B C seed seed_ag_warp seed_s3_thread; do run real "$impl" "$s" verify 0 60 "" --perturb; done
-  if [ $first = 1 ] && [ "$(grep -c '|verify|4|' "$REC")" -ge 6 ]; then
-    note "every v_tiny run failed with exit 4 (setup/CUDA/NCCL error): stopping; see runs.log"
-    echo "1..$n" >>"$TAP"; exit 1
-  fi
+  [ $first = 1 ] && gpu_stop_if_none_ran v_tiny 6
   first=0
 done
 # ---- 3. cheats at R = 1 ------------------------------------------------------------------
@@ -228,8 +181,7 @@ for name, S in (("short", 1024), ("mid", 8192)):
     out[name] = {"sdpa_ms": ms, "sdpa_tflops": 2 * S * S * 32 * 128 / ms / 1e9}
 print(json.dumps(out))
 EOF
-  if timeout 120 python3 "$B/sdpa.py" >"$B/sdpa.json" 2>>"$RUNS"; then ok "torch SDPA anchor"
-  else not_ok "torch SDPA anchor" "$(tail -2 "$RUNS")"; echo '{}' >"$B/sdpa.json"; fi
+  gpu_anchor "torch SDPA anchor" 120 "$B/sdpa.json" python3 "$B/sdpa.py"
 fi
 
 # ---- summary.json ----------------------------------------------------------------------------
@@ -277,7 +229,5 @@ json.dump({"note": "R=1, one H200 (no communication at R=1: the seed's overhead 
            "performance", "bench": bench, "runs": rows}, open(out, "w"), indent=1)
 print(json.dumps(bench, indent=1))
 EOF
-ok "summary written"
-note "total $(($(date +%s) - T_START)) s"
-echo "1..$n" >>"$TAP"
-[ "$failed" -eq 0 ]
+gpu_ok "summary written"
+gpu_tap_end

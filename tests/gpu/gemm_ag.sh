@@ -19,6 +19,8 @@
 # GPU cool. Both medians, their ratio, and the unpaced pair are reported.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
+# shellcheck source=lib.sh
+. tests/gpu/lib.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/cuco-gemm-ag.XXXXXX)
@@ -28,22 +30,12 @@ BLOG=$OUT/build.log
 : >"$BLOG"
 RES=$W/results.jsonl
 : >"$RES"
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+gpu_nvls_off
 T_START=$(date +%s)
 ONLY=${ONLY:-}
 
-NCCL_HOME=${CUCO_NCCL_HOME:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
-if [ -z "$NCCL_HOME" ] || [ ! -f "$NCCL_HOME/include/nccl.h" ]; then
-  echo "no NCCL 2.28.9 (python package nvidia-nccl-cu13) found" | tee -a "$LOG"
-  exit 2
-fi
-CUDA_LIB=/usr/local/cuda/lib64
-export LD_LIBRARY_PATH=$NCCL_HOME/lib:$CUDA_LIB:${LD_LIBRARY_PATH:-}
-# pip's NCCL ships only libnccl.so.2: give the linker a libnccl.so to find.
-mkdir -p "$W/lib"
-if [ ! -e "$NCCL_HOME/lib/libnccl.so" ]; then
-  ln -sf "$(ls "$NCCL_HOME"/lib/libnccl.so* "$NCCL_HOME"/lib64/libnccl.so* 2>/dev/null | head -1)" "$W/lib/libnccl.so"
-fi
+gpu_nccl_home "$LOG"
+gpu_libnccl_link "$NCCL_HOME" "$W/lib"
 NV=(nvcc -arch=sm_90 -std=c++17 -O3 -Iruntime -Iworkloads/gemm_allgather -I"$NCCL_HOME/include")
 WL=workloads/gemm_allgather
 

@@ -21,11 +21,10 @@
 # (build about 30 s, tests about 30 s, bench about 50 s, sanitizers at most 25 s).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-$ROOT/build/gpu-out}
-mkdir -p "$OUT"
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
-SAN=$(command -v compute-sanitizer || echo "$CUDA_HOME/bin/compute-sanitizer")
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_out "$ROOT/build/gpu-out"
+gpu_cuda_tools
 LIBDIR=
 for d in "$CUDA_HOME/lib64" /usr/local/cuda/lib64 /usr/local/cuda-13.0/targets/x86_64-linux/lib \
   /usr/lib/x86_64-linux-gnu; do
@@ -36,29 +35,19 @@ CUBLAS=-lcublas
 [ -e "$LIBDIR/libcublas.so" ] || CUBLAS="$LIBDIR/libcublas.so.13"
 WORK=$(mktemp -d /tmp/gemm_tile.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-SUM="$OUT/gemm_tile_summary.txt"
-: >"$SUM"
-status=0
-step() { # name rc
-  echo "$1: exit $2" | tee -a "$SUM"
-  [ "$2" -eq 0 ] || status=1
-}
-
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >>"$SUM" 2>&1
+gpu_summary_init "$OUT/gemm_tile_summary.txt"
 
 t0=$(date +%s)
 "$NVCC" -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -lineinfo -Xptxas -v -I"$ROOT/runtime" \
   "$ROOT/bench/gemm_tile_bench.cu" -o "$WORK/gemm_tile_bench" \
   -L"$LIBDIR" $CUBLAS >"$OUT/gemm_tile_build.log" 2>&1
 rc=$?
-step "build ($(($(date +%s) - t0)) s)" $rc
+gpu_step "build ($(($(date +%s) - t0)) s)" $rc
 if [ $rc -ne 0 ]; then
   tail -30 "$OUT/gemm_tile_build.log"
   exit 1
 fi
-if grep -E "[1-9][0-9]* bytes spill (stores|loads)" "$OUT/gemm_tile_build.log" >/dev/null; then
-  echo "WARNING: register spills (see gemm_tile_build.log)" | tee -a "$SUM"
-fi
+gpu_spill_warn "$OUT/gemm_tile_build.log"
 if command -v cuobjdump >/dev/null || [ -x "$CUDA_HOME/bin/cuobjdump" ]; then
   OBJDUMP=$(command -v cuobjdump || echo "$CUDA_HOME/bin/cuobjdump")
   echo "SASS: $("$OBJDUMP" -sass "$WORK/gemm_tile_bench" | grep -c HGMMA) HGMMA (v2), $("$OBJDUMP" -sass "$WORK/gemm_tile_bench" | grep -c ' HMMA') HMMA (v1) instructions" | tee -a "$SUM"
@@ -71,14 +60,14 @@ export CUDA_MODULE_LOADING=EAGER
 t0=$(date +%s)
 timeout 60 "$WORK/gemm_tile_bench" --mode test --impl v1 --out "$OUT" 2>&1 | tee "$OUT/gemm_tile_run.log"
 rc=${PIPESTATUS[0]}
-step "test v1 mma.sync ($(($(date +%s) - t0)) s)" $rc
+gpu_step "test v1 mma.sync ($(($(date +%s) - t0)) s)" $rc
 
 # v2 (wgmma + TMA) in its own process: a trap there cannot lose the v1 results.
 t0=$(date +%s)
 timeout 60 "$WORK/gemm_tile_bench" --mode test --impl v2 --out "$OUT" >"$WORK/v2.log" 2>&1
 rc2=$?
 cat "$WORK/v2.log" | tee -a "$OUT/gemm_tile_run.log"
-step "test v2 wgmma+TMA ($(($(date +%s) - t0)) s)" $rc2
+gpu_step "test v2 wgmma+TMA ($(($(date +%s) - t0)) s)" $rc2
 grep -E '^(FAIL|CUDA error|cuBLAS error)' "$OUT/gemm_tile_run.log" | head -30 >>"$SUM"
 
 # v2 is benchmarked whenever its core checks (layout probe, dense, grouped) all
@@ -104,7 +93,7 @@ if [ "$impl" = all ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
   timeout 60 "$WORK/gemm_tile_bench" --mode bench --impl v1 --out "$OUT" 2>&1 | tee -a "$OUT/gemm_tile_run.log"
   rc=${PIPESTATUS[0]}
 fi
-step "bench --impl $impl ($(($(date +%s) - t0)) s)" $rc
+gpu_step "bench --impl $impl ($(($(date +%s) - t0)) s)" $rc
 grep -E '^BENCH' "$OUT/gemm_tile_run.log" >>"$SUM"
 
 if [ -x "$SAN" ]; then
@@ -115,15 +104,9 @@ if [ -x "$SAN" ]; then
     timeout 20 "$SAN" --tool $tool --error-exitcode 9 "$WORK/gemm_tile_bench" --mode test \
       --impl v1 --small --out "$WORK/san-$tool" >>"$OUT/gemm_tile_sanitize.log" 2>&1
     rc=$?
-    if [ $rc -eq 124 ]; then
-      echo "compute-sanitizer $tool: ran out of its 20 s (inconclusive, not a failure)" | tee -a "$SUM"
-      continue
-    fi
-    step "compute-sanitizer $tool, tiny shapes ($(($(date +%s) - t0)) s)" $rc
+    gpu_sanitizer_step "$tool" 20 "$rc" "$t0"
   done
 else
   echo "compute-sanitizer not found: skipped" | tee -a "$SUM"
 fi
-echo "---- summary ($SUM)"
-cat "$SUM"
-exit $status
+gpu_summary_end

@@ -21,12 +21,14 @@
 # Exit 0 when every expectation held.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
+# shellcheck source=lib.sh
+. tests/gpu/lib.sh
 OUT=${OUT:-$PWD/build/gpu-harden}
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/cuco-harden.XXXXXX)
 LOG=$OUT/runs.log BLOG=$OUT/build.log RES=$W/runs.jsonl
 : >"$LOG"; : >"$BLOG"; : >"$RES"
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+gpu_nvls_off
 # Enough hardware queues that independent streams really run concurrently: with
 # the default 8, a private stream can be falsely serialised behind the step
 # stream and a consumer that does not wait looks correct (the 1-rank H200 run
@@ -68,16 +70,8 @@ WL=workloads/gemm_allgather
 # HARDEN_FAKE=PROG (tests/cli/t1201 only): no build and no GPU; PROG stands
 # in for every binary, so the runs and the report can be tested in CI.
 if [ -z "${HARDEN_FAKE:-}" ]; then
-  NCCL_HOME=${CUCO_NCCL_HOME:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
-  if [ -z "$NCCL_HOME" ] || [ ! -f "$NCCL_HOME/include/nccl.h" ]; then
-    echo "no NCCL 2.28.9 (python package nvidia-nccl-cu13) found" | tee -a "$LOG"
-    exit 2
-  fi
-  CUDA_LIB=/usr/local/cuda/lib64
-  export LD_LIBRARY_PATH=$NCCL_HOME/lib:$CUDA_LIB:${LD_LIBRARY_PATH:-}
-  mkdir -p "$W/lib"
-  [ -e "$NCCL_HOME/lib/libnccl.so" ] ||
-    ln -sf "$(ls "$NCCL_HOME"/lib/libnccl.so* 2>/dev/null | head -1)" "$W/lib/libnccl.so"
+  gpu_nccl_home "$LOG"
+  gpu_libnccl_link "$NCCL_HOME" "$W/lib"
   NV=(nvcc -arch=sm_90 -std=c++17 -O3 -Iruntime -I"$WL" -I"$NCCL_HOME/include")
 
   # ---- build: real and virtual-rank objects, nproc compiles at a time

@@ -26,53 +26,21 @@
 # Exit status 0 when every check that must pass passed.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-$ROOT/build/gpu-kv}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-T_START=$(date +%s)
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-NCCL_DIR=${NCCL_DIR:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_out "$ROOT/build/gpu-kv"
+gpu_nvls_off
 WL=$ROOT/workloads/kv_transfer
-INC=(-I"$ROOT/runtime" -I"$WL")
-LIBS=(-lcublas -lcublasLt -lnccl)
-if [ -n "$NCCL_DIR" ] && [ -d "$NCCL_DIR/include" ]; then
-  INC=(-I"$NCCL_DIR/include" "${INC[@]}")
-  LIBS=(-L"$NCCL_DIR/lib" -Xlinker -rpath -Xlinker "$NCCL_DIR/lib" "${LIBS[@]}")
-  export LD_LIBRARY_PATH="$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}"
-fi
-NV=("$NVCC" -arch=sm_90 -std=c++17 -O3 -lineinfo "${INC[@]}")
-B=${KV_BUILD:-/tmp/kv_transfer_build}  # binaries and scratch: NOT under $OUT
-rm -rf "$B"
-mkdir -p "$B/lib"
-# pip's NCCL ships only libnccl.so.2: give the linker a libnccl.so to find.
-if [ -n "$NCCL_DIR" ] && [ ! -e "$NCCL_DIR/lib/libnccl.so" ]; then
-  so=$(ls "$NCCL_DIR"/lib/libnccl.so* 2>/dev/null | head -1)
-  [ -n "$so" ] && ln -sf "$so" "$B/lib/libnccl.so"
-fi
-CUDA_LIB=${CUDA_LIB:-$(dirname "$(dirname "$NVCC")")/lib64}
-LIBS=(-L"$B/lib" -L"$CUDA_LIB" -Xlinker -rpath -Xlinker "$CUDA_LIB" "${LIBS[@]}")
-export LD_LIBRARY_PATH="$CUDA_LIB:${LD_LIBRARY_PATH:-}"
-TAP=$OUT/kv_transfer.tap RUNS=$OUT/runs.log JL=$OUT/results.jsonl REC=$B/records.txt
-rm -f "$OUT"/kv_transfer.tap "$OUT"/runs.log "$OUT"/results.jsonl "$OUT"/summary.json "$OUT"/build.log
-: >"$TAP"; : >"$RUNS"; : >"$JL"; : >"$REC"; : >"$OUT/build.log"
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1" | tee -a "$TAP"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1" | tee -a "$TAP"; echo "# $2" | tee -a "$TAP"; }
-note() { echo "# $*" | tee -a "$TAP"; }
-note "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
-note "NCCL_DIR=${NCCL_DIR:-none, using the CUDA headers}"
+gpu_nvcc_env "$WL" "${KV_BUILD:-/tmp/kv_transfer_build}"  # B: binaries and scratch, NOT under $OUT
+gpu_harness_init kv_transfer
 
 # ---- build: runtime + reference once, then each implementation -------------
-build_obj() {  # SRC OBJ [FLAGS...]
-  local src=$1 obj=$2; shift 2
-  "${NV[@]}" "$@" -c "$src" -o "$obj" >"$obj.log" 2>&1
-}
-pids=()
+J=${KV_JOBS:-12}  # compilers at once
 for f in "$ROOT"/runtime/*.cu; do
-  build_obj "$f" "$B/rt_$(basename "$f" .cu).o" & pids+=($!)
-  while [ "$(jobs -rp | wc -l)" -ge "${KV_JOBS:-12}" ]; do sleep 0.5; done
+  gpu_build_obj "$f" "$B/rt_$(basename "$f" .cu).o" &
+  gpu_throttle "$J"
 done
-build_obj "$WL/reference.cu" "$B/reference.o" & pids+=($!)
+gpu_build_obj "$WL/reference.cu" "$B/reference.o" &
 # The search-space points added for issue 12 (direction=pull, placement=per_tile):
 # name|source|directive flags.  Verified at every verify size (+perturb) and
 # at R = 2 and 4 virtual ranks, benched against baseline B.
@@ -101,27 +69,17 @@ if [ "$KV_PART" = new ]; then
   VER_BASE="baseline_B seed"
   BENCH_IMPLS="compute_only baseline_B seed"
 fi
-note "KV_PART=$KV_PART"
-for e in "${IMPLS[@]}"; do
-  IFS='|' read -r name src flags <<<"$e"
-  # shellcheck disable=SC2086
-  build_obj "$src" "$B/$name.o" $flags & pids+=($!)
-  while [ "$(jobs -rp | wc -l)" -ge "${KV_JOBS:-12}" ]; do sleep 0.5; done  # compilers at once
-done
+gpu_note "KV_PART=$KV_PART"
+gpu_build_impls IMPLS "$B" "$J"
 wait  # every compiler
 cat "$B"/*.log >>"$OUT/build.log" 2>/dev/null
-RTO=("$B"/rt_*.o "$B/reference.o")
 built=()
 for e in "${IMPLS[@]}"; do
-  IFS='|' read -r name src flags <<<"$e"
-  if [ -f "$B/$name.o" ] && "$NVCC" -arch=sm_90 -o "$B/$name" "${RTO[@]}" "$B/$name.o" \
-      "${LIBS[@]}" >>"$OUT/build.log" 2>&1; then
-    built+=("$name")
-  else
-    not_ok "build $name" "$(tail -5 "$B/$name.o.log" 2>/dev/null) (see build.log)"
-  fi
+  name=${e%%|*}
+  if gpu_link "$B" "$name" "$B"/rt_*.o "$B/reference.o"; then built+=("$name")
+  else gpu_not_ok "build $name" "$(tail -5 "$B/$name.o.log" 2>/dev/null) (see build.log)"; fi
 done
-ok "built ${#built[@]} of ${#IMPLS[@]} binaries in $(($(date +%s) - T_START)) s"
+gpu_ok "built ${#built[@]} of ${#IMPLS[@]} binaries in $(($(date +%s) - T_START)) s"
 
 # Sizes (keep in sync with workload.ini).
 declare -A SZ=(
@@ -141,36 +99,21 @@ TOL=5e-3
 # must pass, 3 must be rejected by verification, "any" = report only.
 run() {
   local impl=$1 size=$2 mode=$3 want=$4 to=$5; shift 5
-  local res=$B/res.json bin=$B/$impl
-  rm -f "$res" "$res".rank*.progress
-  if [ ! -x "$bin" ]; then not_ok "$impl $size $mode" "not built"; return; fi
-  local cmd=("$bin" --params "${SZ[$size]}" --size-name "$size" --mode "$mode" --rank 0
-             --nranks 1 --seed 12345 --tol "$TOL" --impl "$impl" --workload kv_transfer
-             --out "$res" "$@")
-  echo "== $impl $size $mode: ${cmd[*]}" >>"$RUNS"
-  local t0; t0=$(date +%s%N)
-  timeout "$to" "${cmd[@]}" >>"$RUNS" 2>"$B/stderr.txt"; local rc=$?
-  local dt; dt=$(( ($(date +%s%N) - t0) / 1000000 ))
-  dt=$((dt / 1000)).$(printf %03d $((dt % 1000)))
-  cat "$B/stderr.txt" >>"$RUNS"
-  [ "$rc" -eq 124 ] && echo "TIMEOUT after ${to}s; progress: $(cat "$res".rank0.progress 2>/dev/null)" >>"$RUNS"
-  [ -f "$res" ] && tr -d '\n' <"$res" >>"$JL" && echo >>"$JL"
-  echo "$impl|$size|$mode|$rc|$want|$dt" >>"$REC"
-  local why; why=$(tail -2 "$B/stderr.txt" | tr '\n' ' ')
-  [ "$rc" -eq 124 ] && why="timeout (hang?) at stage $(cat "$res".rank0.progress 2>/dev/null)"
-  if [ "$want" = any ]; then note "$impl $size $mode: exit $rc ${why}"
-  elif [ "$rc" -eq "$want" ]; then ok "$impl $size $mode (exit $rc, ${dt%.*} s)"
-  else not_ok "$impl $size $mode" "exit $rc, wanted $want: $why"; fi
+  if [ ! -x "$B/$impl" ]; then gpu_not_ok "$impl $size $mode" "not built"; return; fi
+  gpu_run_bin --log-timeout "$B/res.json" "$to" "$impl $size $mode" "$B/$impl" --params "${SZ[$size]}" \
+    --size-name "$size" --mode "$mode" --rank 0 --nranks 1 --seed 12345 --tol "$TOL" --impl "$impl" \
+    --workload kv_transfer --out "$B/res.json" "$@"
+  echo "$impl|$size|$mode|$gpu_rc|$want|$gpu_dt" >>"$REC"
+  gpu_why
+  gpu_verdict "$impl $size $mode" "$want"
 }
 
 # ---- verify ------------------------------------------------------------------
 for s in v_tiny v_small v_odd v_mid; do
   for impl in $VER_BASE; do run "$impl" "$s" verify 0 40 --perturb; done
   # Nothing runs at all (driver, NCCL, no GPU): stop here, the rest would only repeat it.
-  if [ "$s" = v_tiny ] && [ "$(grep -c '|verify|4|' "$REC")" -eq "$(echo $VER_BASE | wc -w)" ]; then
-    note "every v_tiny run failed with exit 4 (setup/CUDA/NCCL error): stopping; see runs.log"
-    echo "1..$n" >>"$TAP"; exit 1
-  fi
+  # shellcheck disable=SC2086
+  [ "$s" = v_tiny ] && gpu_stop_if_none_ran v_tiny "$(echo $VER_BASE | wc -w)"
 done
 if [ "$KV_PART" != new ]; then
   for impl in seed_split_chunk_warp seed_split_thread; do run "$impl" v_mid verify 0 40 --perturb; done
@@ -184,7 +127,7 @@ for e in "${IMPLS[@]}"; do
   case $name in cheat_*) run "$name" v_mid verify 3 40 --perturb ;; esac
 done
 # ---- sizes needing "must-stay-poison" verification (padding, spare blocks) ---
-note "next 3: fail with 'poison' until the runtime lets expected all-ones mean 'must still be poison' (README.md)"
+gpu_note "next 3: fail with 'poison' until the runtime lets expected all-ones mean 'must still be poison' (README.md)"
 for s in v_awk v_spare v_hd64; do
   for impl in seed "${NEW_NAMES[@]}"; do run "$impl" "$s" verify any 40; done
 done
@@ -202,50 +145,34 @@ if [ "${KV_VRANKS:-1}" = 1 ]; then
   VB=$B/vr
   mkdir -p "$VB"
   for f in "$ROOT"/runtime/*.cu "$WL/reference.cu"; do
-    build_obj "$f" "$VB/rt_$(basename "$f" .cu).o" -DCUCO_VRANKS &
-    while [ "$(jobs -rp | wc -l)" -ge "${KV_JOBS:-12}" ]; do sleep 0.5; done
+    gpu_build_obj "$f" "$VB/rt_$(basename "$f" .cu).o" -DCUCO_VRANKS &
+    gpu_throttle "$J"
   done
   VR_IMPLS=("seed|$WL/seed.cu|" "seed_split|$WL/seed.cu|-DCUCO_PLACEMENT=3" "${NEW_IMPLS[@]}")
-  for e in "${VR_IMPLS[@]}"; do
-    IFS='|' read -r name src flags <<<"$e"
-    # shellcheck disable=SC2086
-    build_obj "$src" "$VB/$name.o" -DCUCO_VRANKS $flags &
-    while [ "$(jobs -rp | wc -l)" -ge "${KV_JOBS:-12}" ]; do sleep 0.5; done
-  done
+  gpu_build_impls VR_IMPLS "$VB" "$J" -DCUCO_VRANKS
   wait
   cat "$VB"/*.log >>"$OUT/build.log" 2>/dev/null
   for e in "${VR_IMPLS[@]}"; do
-    IFS='|' read -r name src flags <<<"$e"
-    if ! [ -f "$VB/$name.o" ] || ! "$NVCC" -arch=sm_90 -o "$VB/$name" "$VB"/rt_*.o "$VB/$name.o" \
-        "${LIBS[@]}" >>"$OUT/build.log" 2>&1; then
-      not_ok "build $name (--vranks)" "$(tail -3 "$VB/$name.o.log" 2>/dev/null) (see build.log)"
+    name=${e%%|*}
+    if ! gpu_link "$VB" "$name" "$VB"/rt_*.o; then
+      gpu_not_ok "build $name (--vranks)" "$(tail -3 "$VB/$name.o.log" 2>/dev/null) (see build.log)"
       continue
     fi
     for R in 2 4; do
       for s in v_small v_mid; do
-        res=$VB/res.json
-        rm -f "$res"
-        cmd=("$VB/$name" --params "${SZ[$s]}" --size-name "$s" --mode verify --vranks "$R"
-             --seed 12345 --tol "$TOL" --impl "${name}_vr$R" --workload kv_transfer --out "$res")
-        echo "== ${name} vranks $R $s: ${cmd[*]}" >>"$RUNS"
-        t0=$(date +%s)
-        timeout 90 "${cmd[@]}" >>"$RUNS" 2>"$B/stderr.txt"; rc=$?
-        cat "$B/stderr.txt" >>"$RUNS"
-        [ -f "$res" ] && tr -d '\n' <"$res" >>"$JL" && echo >>"$JL"
-        echo "${name}_vr$R|$s|verify|$rc|0|$(($(date +%s) - t0))" >>"$REC"
-        if [ "$rc" -eq 0 ]; then ok "$name --vranks $R $s (protocol test)"
-        else not_ok "$name --vranks $R $s (protocol test)" "exit $rc: $(tail -2 "$B/stderr.txt" | tr '\n' ' ')"; fi
+        gpu_run_bin "$VB/res.json" 90 "${name} vranks $R $s" "$VB/$name" --params "${SZ[$s]}" --size-name "$s" \
+          --mode verify --vranks "$R" --seed 12345 --tol "$TOL" --impl "${name}_vr$R" --workload kv_transfer \
+          --out "$VB/res.json"
+        echo "${name}_vr$R|$s|verify|$gpu_rc|0|${gpu_dt%.*}" >>"$REC"
+        if [ "$gpu_rc" -eq 0 ]; then gpu_ok "$name --vranks $R $s (protocol test)"
+        else gpu_not_ok "$name --vranks $R $s (protocol test)" "exit $gpu_rc: $(tail -2 "$B/stderr.txt" | tr '\n' ' ')"; fi
       done
     done
   done
 fi
 
 # ---- torch anchors ---------------------------------------------------------------
-if timeout 120 python3 "$ROOT/tests/gpu/kv_transfer_torch.py" >"$B/torch.json" 2>>"$RUNS"; then
-  ok "torch anchors"
-else
-  not_ok "torch anchors" "$(tail -2 "$RUNS")"; echo '{}' >"$B/torch.json"
-fi
+gpu_anchor "torch anchors" 120 "$B/torch.json" python3 "$ROOT/tests/gpu/kv_transfer_torch.py"
 
 # ---- summary.json ------------------------------------------------------------------
 python3 - "$REC" "$JL" "$B/torch.json" "$OUT/summary.json" <<'EOF'
@@ -298,8 +225,8 @@ json.dump({"note": "R=1, one H200; the compute is the KV projection only (a prox
            "bench": bench, "torch": torch, "runs": rows}, open(out, "w"), indent=1)
 print(json.dumps(bench, indent=1))
 EOF
-ok "summary written" 
-note "total $(($(date +%s) - T_START)) s"
-echo "1..$n" >>"$TAP"
-cat "$TAP" | tail -3
-[ "$failed" -eq 0 ]
+gpu_ok "summary written"
+gpu_tap_end
+rc=$?
+tail -3 "$TAP"
+exit $rc

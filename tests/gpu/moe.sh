@@ -19,54 +19,24 @@
 # gemm.json.  Exit status 0 when every asserted check passed.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-$ROOT/build/gpu-moe}
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
 PART=${PART:-all}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-T_START=$(date +%s)
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-NCCL_DIR=${NCCL_DIR:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
+gpu_out "$ROOT/build/gpu-moe"
+gpu_nvls_off
 WL=$ROOT/workloads/moe_dsv3
-INC=(-I"$ROOT/runtime" -I"$WL")
-LIBS=(-lcublas -lcublasLt -lnccl)
-if [ -n "$NCCL_DIR" ] && [ -d "$NCCL_DIR/include" ]; then
-  INC=(-I"$NCCL_DIR/include" "${INC[@]}")
-  LIBS=(-L"$NCCL_DIR/lib" -Xlinker -rpath -Xlinker "$NCCL_DIR/lib" "${LIBS[@]}")
-  export LD_LIBRARY_PATH="$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}"
-fi
-NV=("$NVCC" -arch=sm_90 -std=c++17 -O3 -lineinfo "${INC[@]}" -diag-suppress 177)
-B=${MOE_BUILD:-/tmp/moe_dsv3_build}  # binaries and scratch: NOT under $OUT
-rm -rf "$B"
-mkdir -p "$B/lib" "$B/v"
-if [ -n "$NCCL_DIR" ] && [ ! -e "$NCCL_DIR/lib/libnccl.so" ]; then
-  so=$(ls "$NCCL_DIR"/lib/libnccl.so* 2>/dev/null | head -1)
-  [ -n "$so" ] && ln -sf "$so" "$B/lib/libnccl.so"
-fi
-CUDA_LIB=${CUDA_LIB:-$(dirname "$(dirname "$NVCC")")/lib64}
-LIBS=(-L"$B/lib" -L"$CUDA_LIB" -Xlinker -rpath -Xlinker "$CUDA_LIB" "${LIBS[@]}")
-export LD_LIBRARY_PATH="$CUDA_LIB:${LD_LIBRARY_PATH:-}"
-TAP=$OUT/moe.tap RUNS=$OUT/runs.log JL=$OUT/results.jsonl REC=$B/records.txt
-rm -f "$TAP" "$RUNS" "$JL" "$OUT/summary.json" "$OUT/build.log" "$OUT/gemm.json"
-: >"$TAP"; : >"$RUNS"; : >"$JL"; : >"$REC"; : >"$OUT/build.log"
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1" | tee -a "$TAP"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1" | tee -a "$TAP"; echo "# $2" | tee -a "$TAP"; }
-note() { echo "# $*" | tee -a "$TAP"; }
-note "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
-note "NCCL_DIR=${NCCL_DIR:-none, using the CUDA headers}"
+gpu_nvcc_env "$WL" "${MOE_BUILD:-/tmp/moe_dsv3_build}" -diag-suppress 177  # B: NOT under $OUT
+mkdir -p "$B/v"
+gpu_harness_init moe gemm.json
 
 # ---- 1. build ------------------------------------------------------------------
-build_obj() {  # SRC OBJ [FLAGS...]
-  local src=$1 obj=$2; shift 2
-  "${NV[@]}" "$@" -c "$src" -o "$obj" >"$obj.log" 2>&1
-}
-throttle() { while [ "$(jobs -rp | wc -l)" -ge "${MOE_JOBS:-14}" ]; do sleep 0.5; done; }
+J=${MOE_JOBS:-14}
 for f in "$ROOT"/runtime/*.cu; do
-  build_obj "$f" "$B/rt_$(basename "$f" .cu).o" & throttle
-  build_obj "$f" "$B/v/rt_$(basename "$f" .cu).o" -DCUCO_VRANKS & throttle
+  gpu_build_obj "$f" "$B/rt_$(basename "$f" .cu).o" & gpu_throttle "$J"
+  gpu_build_obj "$f" "$B/v/rt_$(basename "$f" .cu).o" -DCUCO_VRANKS & gpu_throttle "$J"
 done
-build_obj "$WL/reference.cu" "$B/reference.o" & throttle
-build_obj "$WL/reference.cu" "$B/v/reference.o" -DCUCO_VRANKS & throttle
+gpu_build_obj "$WL/reference.cu" "$B/reference.o" & gpu_throttle "$J"
+gpu_build_obj "$WL/reference.cu" "$B/v/reference.o" -DCUCO_VRANKS & gpu_throttle "$J"
 # name|source|flags (vranks builds: name starts with v_)
 IMPLS=("baseline_A|$WL/baseline.cu|"
        "baseline_B|$WL/baseline_overlap.cu|"
@@ -78,27 +48,19 @@ IMPLS=("baseline_A|$WL/baseline.cu|"
 for c in "$WL"/cheats/*.cu; do
   IMPLS+=("cheat_$(basename "$c" .cu)|$c|" "v_cheat_$(basename "$c" .cu)|$c|-DCUCO_VRANKS")
 done
-for e in "${IMPLS[@]}"; do
-  IFS='|' read -r name src flags <<<"$e"
-  # shellcheck disable=SC2086
-  build_obj "$src" "$B/$name.o" $flags & throttle
-done
+gpu_build_impls IMPLS "$B" "$J"
 "$NVCC" -arch=sm_90 -std=c++17 -O3 -o "$B/gemm_bench" "$WL/tools/gemm_bench.cu" -L"$CUDA_LIB" \
   -lcublas >"$B/gemm_bench.log" 2>&1 &
 wait
 cat "$B"/*.log "$B"/v/*.log >>"$OUT/build.log" 2>/dev/null
 built=()
 for e in "${IMPLS[@]}"; do
-  IFS='|' read -r name src flags <<<"$e"
+  name=${e%%|*}
   case $name in v_*) RTO=("$B"/v/rt_*.o "$B/v/reference.o") ;; *) RTO=("$B"/rt_*.o "$B/reference.o") ;; esac
-  if [ -f "$B/$name.o" ] && "$NVCC" -arch=sm_90 -o "$B/$name" "${RTO[@]}" "$B/$name.o" \
-      "${LIBS[@]}" >>"$OUT/build.log" 2>&1; then
-    built+=("$name")
-  else
-    not_ok "build $name" "$(tail -5 "$B/$name.o.log" 2>/dev/null) (see build.log)"
-  fi
+  if gpu_link "$B" "$name" "${RTO[@]}"; then built+=("$name")
+  else gpu_not_ok "build $name" "$(tail -5 "$B/$name.o.log" 2>/dev/null) (see build.log)"; fi
 done
-ok "built ${#built[@]} of ${#IMPLS[@]} binaries in $(($(date +%s) - T_START)) s"
+gpu_ok "built ${#built[@]} of ${#IMPLS[@]} binaries in $(($(date +%s) - T_START)) s"
 
 # Sizes (keep in sync with workload.ini; t1101 does not check this table).
 declare -A SZ=(
@@ -117,37 +79,22 @@ TOL=1e-2
 # run IMPL SIZE MODE WANT TIMEOUT [extra args]: one harness run.  WANT: 0
 # must pass, 3 must be rejected by verification, "any" = report only.
 run() {
-  local impl=$1 size=$2 mode=$3 want=$4 to=$5; shift 5
-  local res=$B/res.json bin=$B/$impl ranks=(--rank 0 --nranks 1)
+  local impl=$1 size=$2 mode=$3 want=$4 to=$5 ranks=(--rank 0 --nranks 1); shift 5
   case $impl in v_*) ranks=() ;; esac
-  rm -f "$res" "$res".rank*.progress
-  if [ ! -x "$bin" ]; then not_ok "$impl $size $mode $*" "not built"; return; fi
-  local cmd=("$bin" --params "${SZ[$size]}" --size-name "$size" --mode "$mode" "${ranks[@]}"
-             --seed 12345 --tol "$TOL" --impl "$impl" --workload moe_dsv3 --out "$res" "$@")
-  echo "== $impl $size $mode: ${cmd[*]}" >>"$RUNS"
-  local t0; t0=$(date +%s%N)
-  timeout "$to" "${cmd[@]}" >>"$RUNS" 2>"$B/stderr.txt"; local rc=$?
-  local dt; dt=$(( ($(date +%s%N) - t0) / 1000000 ))
-  dt=$((dt / 1000)).$(printf %03d $((dt % 1000)))
-  cat "$B/stderr.txt" >>"$RUNS"
-  [ "$rc" -eq 124 ] && echo "TIMEOUT after ${to}s; progress: $(cat "$res".rank0.progress 2>/dev/null)" >>"$RUNS"
-  [ -f "$res" ] && tr -d '\n' <"$res" >>"$JL" && echo >>"$JL"
-  echo "$impl|$size|$mode|$rc|$want|$dt|$*" >>"$REC"
-  local why; why=$(tail -2 "$B/stderr.txt" | tr '\n' ' ')
-  [ "$rc" -eq 124 ] && why="timeout (hang?) at stage $(cat "$res".rank0.progress 2>/dev/null)"
-  if [ "$want" = any ]; then note "$impl $size $mode $*: exit $rc ${why}"
-  elif [ "$rc" -eq "$want" ]; then ok "$impl $size $mode $* (exit $rc, ${dt%.*} s)"
-  else not_ok "$impl $size $mode $*" "exit $rc, wanted $want: $why"; fi
+  if [ ! -x "$B/$impl" ]; then gpu_not_ok "$impl $size $mode $*" "not built"; return; fi
+  gpu_run_bin --log-timeout "$B/res.json" "$to" "$impl $size $mode" "$B/$impl" --params "${SZ[$size]}" \
+    --size-name "$size" --mode "$mode" "${ranks[@]}" --seed 12345 --tol "$TOL" --impl "$impl" \
+    --workload moe_dsv3 --out "$B/res.json" "$@"
+  echo "$impl|$size|$mode|$gpu_rc|$want|$gpu_dt|$*" >>"$REC"
+  gpu_why
+  gpu_verdict "$impl $size $mode $*" "$want"
 }
 
 # ---- 2. R = 1 verify ----------------------------------------------------------------
 VSIZES=(v_t1 v_t7 v_t33 v_t130 v_one v_e8 v_mid)
 for s in "${VSIZES[@]}"; do
   for impl in baseline_A baseline_B seed; do run "$impl" "$s" verify 0 120 --perturb; done
-  if [ "$s" = v_t1 ] && [ "$(grep -c '|verify|4|' "$REC")" -eq 3 ]; then
-    note "every v_t1 run failed with exit 4 (setup/CUDA/NCCL error): stopping; see runs.log"
-    echo "1..$n" >>"$TAP"; exit 1
-  fi
+  [ "$s" = v_t1 ] && gpu_stop_if_none_ran v_t1 3
 done
 for impl in seed_c32 seed_c8; do
   for s in v_t7 v_t130 v_mid; do run "$impl" "$s" verify 0 120 --perturb; done
@@ -184,12 +131,11 @@ if [ "$PART" != quick ]; then
   for shape in 256:128 128:256 32:1024 256:4 256:16; do
     if [ -x "$B/gemm_bench" ] && timeout 300 "$B/gemm_bench" "${shape%%:*}" "${shape##*:}" 7168 2048 20 \
         >>"$B/gemm.jsonl" 2>>"$RUNS"; then
-      ok "gemm_bench $shape"
-    else not_ok "gemm_bench $shape" "$(tail -2 "$RUNS")"; fi
+      gpu_ok "gemm_bench $shape"
+    else gpu_not_ok "gemm_bench $shape" "$(tail -2 "$RUNS")"; fi
   done
-  if timeout 600 python3 "$ROOT/tests/gpu/moe_torch.py" 256:128 128:256 32:1024 256:4 256:16 \
-      >"$B/torch.json" 2>>"$RUNS"; then ok "torch anchors"
-  else not_ok "torch anchors" "$(tail -2 "$RUNS")"; echo '{}' >"$B/torch.json"; fi
+  gpu_anchor "torch anchors" 600 "$B/torch.json" python3 "$ROOT/tests/gpu/moe_torch.py" 256:128 128:256 \
+    32:1024 256:4 256:16
   python3 - "$B/gemm.jsonl" "$B/torch.json" "$OUT/gemm.json" <<'EOF'
 import json, sys
 cu = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -237,6 +183,4 @@ json.dump({"runs": rows, "bench_R1": bench, "gemm": gemm,
            "note": "R = 1 only; --vranks runs are protocol tests (no timing)."},
           open(out, "w"), indent=1)
 EOF
-note "total $(($(date +%s) - T_START)) s"
-echo "1..$n" >>"$TAP"
-[ "$failed" -eq 0 ]
+gpu_tap_end

@@ -11,17 +11,10 @@
 # sandbox-eval-{auto,none}.json.  Exit 0 when both evals pass.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT" || exit 2
-OUT=${OUT:-$ROOT/out}
-RANKS=${RANKS:-1}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-[ -d "$ROOT/.gpulibs" ] && export LD_LIBRARY_PATH="$ROOT/.gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ -z "${CUCO_NCCL_HOME:-}" ]; then
-  CUCO_NCCL_HOME=$(python3 -c 'import nvidia.nccl;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
-  export CUCO_NCCL_HOME
-fi
-export CUCO_CACHE_DIR=${CUCO_CACHE_DIR:-$ROOT/build/cuco-cache}
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_script_dirs
+gpu_cuco_env "$ROOT" "$ROOT/build/cuco-cache"
 WORK=$(mktemp -d /tmp/cuco-gpu-sandbox.XXXXXX)
 log=$OUT/sandbox-gpu.txt
 status=0

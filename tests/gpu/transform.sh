@@ -11,19 +11,15 @@
 #   run from anywhere:  RANKS=1 tests/gpu/transform.sh
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT" || exit 2
-OUT=${OUT:-$ROOT/out}
-RANKS=${RANKS:-1}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_script_dirs
+gpu_nvls_off
 CUCO=${CUCO:-$ROOT/build-gpu/cuco}
 [ -x "$CUCO" ] || CUCO=$ROOT/cuco
 FAKE=${FAKELLM:-$ROOT/build-gpu/tests/fakellm}
 [ -x "$FAKE" ] || FAKE=$ROOT/build/tests/fakellm
-if [ -z "${CUCO_NCCL_HOME:-}" ]; then
-  CUCO_NCCL_HOME=$(python3 -c 'import nvidia.nccl;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
-  export CUCO_NCCL_HOME
-fi
+gpu_cuco_nccl_home
 export CUCO_ROOT=$ROOT CUCO_CACHE_DIR=${CUCO_CACHE_DIR:-/tmp/cuco-cache}
 export CUCO_LLM_PROVIDER=openai CUCO_LLM_MODEL=gpt-4.1-2025-04-14
 unset CUCO_LLM_API_KEY_ENV
@@ -44,7 +40,8 @@ LD_LIBRARY_PATH=$ROOT/build-gpu/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   --log "$TMPD/requests.jsonl" >"$TMPD/port" &
 FAKEPID=$!
 for _ in $(seq 50); do [ -s "$TMPD/port" ] && break; sleep 0.1; done
-export CUCO_LLM_BASE_URL=http://127.0.0.1:$(awk '{print $2}' "$TMPD/port")/v1
+CUCO_LLM_BASE_URL=http://127.0.0.1:$(awk '{print $2}' "$TMPD/port")/v1
+export CUCO_LLM_BASE_URL
 
 status=0
 "$CUCO" transform "$W" --ranks "$RANKS" --max-iters 4 >>"$log" 2>&1 || status=1

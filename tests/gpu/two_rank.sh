@@ -16,6 +16,8 @@
 # (the table), bound-<R>rank.log (builds and runs of the two probes).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
+# shellcheck source=lib.sh
+. tests/gpu/lib.sh
 RANKS=${RANKS:-2}
 OUT=${OUT:-/tmp/cuco-two-rank}
 SIZES=${SIZES:-small_b,full_4k,full_8k,full_16k}
@@ -35,19 +37,12 @@ BL=$OUT/bound-${RANKS}rank.log
 : >"$BL"
 FULL=$(echo "$SIZES" | tr ',' '\n' | grep '^full_' || true)
 if [ -z "$FULL" ]; then echo "no full size in SIZES: no bound"; exit $rc; fi
-NCCL_HOME=${CUCO_NCCL_HOME:-$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)}
-if [ -z "$NCCL_HOME" ] || [ ! -f "$NCCL_HOME/include/nccl.h" ]; then
-  echo "no NCCL (nvidia-nccl-cu13): no bound" | tee -a "$BL"; exit 2
-fi
-CUDA_LIB=/usr/local/cuda/lib64
-export LD_LIBRARY_PATH=$NCCL_HOME/lib:$CUDA_LIB:${LD_LIBRARY_PATH:-}
+gpu_nccl_home "$BL" "no NCCL (nvidia-nccl-cu13): no bound"
 W=$(mktemp -d /tmp/cuco-bound.XXXXXX)
-mkdir -p "$W/lib"
-[ -e "$NCCL_HOME/lib/libnccl.so" ] ||
-  ln -sf "$(ls "$NCCL_HOME"/lib/libnccl.so* 2>/dev/null | head -1)" "$W/lib/libnccl.so"
+gpu_libnccl_link "$NCCL_HOME" "$W/lib"
 LIBS=(-L"$W/lib" -L"$NCCL_HOME/lib" -L"$CUDA_LIB" -Xlinker -rpath -Xlinker "$NCCL_HOME/lib"
       -lnccl -lcublas -lcublasLt)
-NV=(nvcc -arch=sm_90 -std=c++17 -O3 -Iruntime -I$WL -I"$NCCL_HOME/include")
+NV=(nvcc -arch=sm_90 -std=c++17 -O3 -Iruntime -I"$WL" -I"$NCCL_HOME/include")
 echo "== build $(date -u +%T)" >>"$BL"
 for f in runtime/*.cu $WL/reference.cu $WL/tools/gemm_only.cu; do
   ("${NV[@]}" -c "$f" -o "$W/$(basename "$f" .cu).o" >>"$BL" 2>&1 || echo "BUILD FAIL $f" >>"$BL") &

@@ -30,16 +30,10 @@
 # one failed, 2 when none failed but some were skipped (deadline).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT" || exit 2
-OUT=${OUT:-$ROOT/out}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-[ -d "$ROOT/.gpulibs" ] && export LD_LIBRARY_PATH="$ROOT/.gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ -z "${CUCO_NCCL_HOME:-}" ]; then
-  CUCO_NCCL_HOME=$(python3 -c 'import nvidia.nccl;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
-  export CUCO_NCCL_HOME
-fi
-export CUCO_CACHE_DIR=${CUCO_CACHE_DIR:-/tmp/cuco-cache}
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_script_dirs
+gpu_cuco_env "$ROOT" "/tmp/cuco-cache"
 WLS=${WLS:-"moe_dsv3 kv_transfer gemm_allgather flash_attn_cp"}
 # One lane by default: cuco evals sharing the one GPU are not a valid
 # measurement.  Measured 2026-12-01 with LANES=5 (bench/moe-kv-1rank-h200.json
