@@ -41,7 +41,8 @@ struct llm_provider_ops {
                             size_t whylen);
 };
 
-/* Indexed by enum llm_provider; row 0 is the default provider. */
+/* Indexed by enum llm_provider; a model without provider = speaks
+ * LLM_PROVIDER_OPENAI. */
 extern const struct llm_provider_ops llm_providers[LLM_PROVIDER_COUNT];
 
 /* The provider called name: 0 with *p set, or -1 (*p unchanged). */
