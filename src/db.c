@@ -871,8 +871,9 @@ char *db_meta_summary_latest(struct db *db, int64_t run_id, int island)
   return t;
 }
 
-void db_llm_call_from_record(struct db_llm_call *c, int64_t run_id,
-                             const struct llm_record *rec)
+/* *c from one LLM call of run_id; the strings are borrowed from rec. */
+static void llm_call_from_record(struct db_llm_call *c, int64_t run_id,
+                                 const struct llm_record *rec)
 {
   memset(c, 0, sizeof(*c));
   c->run_id = run_id;
@@ -887,4 +888,18 @@ void db_llm_call_from_record(struct db_llm_call *c, int64_t run_id,
   c->latency_s = rec->latency_s;
   c->outcome = rec->outcome;
   c->error = rec->error;
+}
+
+int db_llm_call_record(struct db *db, int64_t run_id,
+                       const struct llm_record *rec, int64_t *id,
+                       struct err *e)
+{
+  struct db_llm_call c;
+
+  *id = 0;
+  llm_call_from_record(&c, run_id, rec);
+  if (db_llm_call_insert(db, &c, e))
+    return ERR_DB;
+  *id = c.id;
+  return db_run_add_spent(db, run_id, rec->cost_usd, e);
 }

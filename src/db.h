@@ -155,14 +155,17 @@ struct db_llm_call {
 
 struct llm_record;
 
-/* Fill *c from one LLM call as the provider layer reports it (llm.h's
- * recorder), for run_id; strings are borrowed from rec. */
-void db_llm_call_from_record(struct db_llm_call *c, int64_t run_id,
-                             const struct llm_record *rec);
-
 /* Insert an llm_calls row (created_at now); c->id is set.  Borrowed
  * strings. */
 int db_llm_call_insert(struct db *db, struct db_llm_call *c,
+                       struct err *e) WARN_UNUSED;
+
+/* The body of every LLM recorder (llm.h's llm_record_fn): store one call
+ * of run_id as the provider layer reports it (its llm_calls row) and add
+ * its cost to the run's spent_usd.  *id is the row's id, 0 when it could
+ * not be inserted.  ERR_DB with *e when either step failed. */
+int db_llm_call_record(struct db *db, int64_t run_id,
+                       const struct llm_record *rec, int64_t *id,
                        struct err *e) WARN_UNUSED;
 
 /* Link an llm call to the program it produced. */

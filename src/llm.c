@@ -1,5 +1,5 @@
-/* llm.c - the model pool, one chat call end to end, embeddings, budget and
- * recording.  See llm.h. */
+/* llm.c - the provider table, the model pool, one chat call end to end,
+ * embeddings, budget and recording.  See llm.h and llm_impl.h. */
 #include "llm.h"
 
 #include <jansson.h>
@@ -32,6 +32,38 @@ struct llm_pool {
   void *sleep_ud;
   pthread_mutex_t mu;
 };
+
+const struct llm_provider_ops llm_providers[LLM_PROVIDER_COUNT] = {
+    [LLM_PROVIDER_OPENAI] = {.name = "openai",
+                             .base_url = "https://api.openai.com/v1",
+                             .key_env = "OPENAI_API_KEY",
+                             .key_env_url = "https://api.openai.com",
+                             .chat_path = "/chat/completions",
+                             .embed_path = "/embeddings",
+                             .auth_prefix = "Authorization: Bearer ",
+                             .body = llm_openai_body,
+                             .parse = llm_openai_parse},
+    [LLM_PROVIDER_ANTHROPIC] = {.name = "anthropic",
+                                .base_url = "https://api.anthropic.com/v1",
+                                .key_env = "ANTHROPIC_API_KEY",
+                                .chat_path = "/messages",
+                                .auth_prefix = "x-api-key: ",
+                                .version_header = "anthropic-version",
+                                .body = llm_anthropic_body,
+                                .parse = llm_anthropic_parse},
+};
+
+int llm_provider_find(const char *name, enum llm_provider *p)
+{
+  int i;
+
+  for (i = 0; name && i < LLM_PROVIDER_COUNT; i++)
+    if (!strcmp(llm_providers[i].name, name)) {
+      *p = (enum llm_provider)i;
+      return 0;
+    }
+  return -1;
+}
 
 static const char *const outcome_names[LLM_OUTCOME_COUNT] = {
     "ok",        "transport", "timeout",   "http",  "auth",
@@ -298,16 +330,12 @@ static int get_key(const struct llm_model *m, const char **key, struct err *e)
   return 0;
 }
 
-static const char *provider_name(const struct llm_model *m)
-{
-  return m->provider == LLM_PROVIDER_ANTHROPIC ? "anthropic" : "openai";
-}
-
 /* Send body to m's path with the auth headers.  Fills *h. */
 static int post(struct llm_pool *p, const struct llm_model *m,
                 const char *path, const char *key, const char *body,
                 struct http_result *h, struct err *e)
 {
+  const struct llm_provider_ops *ops = &llm_providers[m->provider];
   char url[600], ver[64];
   char *auth = NULL;
   const char *hdrs[2];
@@ -318,18 +346,16 @@ static int post(struct llm_pool *p, const struct llm_model *m,
   memset(h, 0, sizeof(*h)); /* releasable even when we fail early */
   snprintf(url, sizeof(url), "%s%s", m->base_url, path);
   if (key) {
-    alen = strlen(key) + 32;
+    alen = strlen(ops->auth_prefix) + strlen(key) + 1;
     auth = malloc(alen);
     if (!auth)
       return err_set(e, ERR_NOMEM, "out of memory");
-    if (m->provider == LLM_PROVIDER_ANTHROPIC)
-      snprintf(auth, alen, "x-api-key: %s", key);
-    else
-      snprintf(auth, alen, "Authorization: Bearer %s", key);
+    snprintf(auth, alen, "%s%s", ops->auth_prefix, key);
     hdrs[nh++] = auth;
   }
-  if (m->provider == LLM_PROVIDER_ANTHROPIC) {
-    snprintf(ver, sizeof(ver), "anthropic-version: %s", m->anthropic_version);
+  if (ops->version_header) {
+    snprintf(ver, sizeof(ver), "%s: %s", ops->version_header,
+             m->anthropic_version);
     hdrs[nh++] = ver;
   }
   memset(&o, 0, sizeof(o));
@@ -439,6 +465,7 @@ static int chat_valid(struct llm_pool *p, const struct llm_model *m,
                       const struct llm_request *req, struct llm_response *resp,
                       struct err *e)
 {
+  const struct llm_provider_ops *ops;
   struct http_result h;
   const char *key;
   char *body = NULL, *prompt = NULL, why[256];
@@ -451,7 +478,8 @@ static int chat_valid(struct llm_pool *p, const struct llm_model *m,
     return err_set(e, ERR_CONFIG,
                    "no LLM model is configured ([llm] model "
                    "or [model.NAME])");
-  snprintf(resp->provider, sizeof(resp->provider), "%s", provider_name(m));
+  ops = &llm_providers[m->provider];
+  snprintf(resp->provider, sizeof(resp->provider), "%s", ops->name);
   resp->model_name = m->name;
   if (!req || req->n_messages == 0 || !req->messages) {
     resp->outcome = LLM_HTTP;
@@ -467,9 +495,7 @@ static int chat_valid(struct llm_pool *p, const struct llm_model *m,
     return rc;
   }
   max_tokens = req->max_tokens > 0 ? req->max_tokens : m->max_tokens;
-  body = m->provider == LLM_PROVIDER_ANTHROPIC
-             ? llm_anthropic_body(m, req, max_tokens)
-             : llm_openai_body(m, req, max_tokens);
+  body = ops->body(m, req, max_tokens);
   prompt = render_prompt(req);
   if (!body || !prompt) {
     resp->outcome = LLM_HTTP;
@@ -479,21 +505,15 @@ static int chat_valid(struct llm_pool *p, const struct llm_model *m,
                  m->name);
     goto out;
   }
-  hrc = post(p, m,
-             m->provider == LLM_PROVIDER_ANTHROPIC ? "/messages"
-                                                   : "/chat/completions",
-             key, body, &h, e);
+  hrc = post(p, m, ops->chat_path, key, body, &h, e);
   resp->latency_s = h.elapsed_s;
   resp->http_status = (int)h.status;
   resp->attempts = h.attempts;
   if (hrc || h.status < 200 || h.status > 299) {
     rc = classify_http(m, hrc, &h, resp, e);
   } else {
-    resp->outcome = m->provider == LLM_PROVIDER_ANTHROPIC
-                        ? llm_anthropic_parse(buf_str(&h.body), h.body.len,
-                                              resp, why, sizeof(why))
-                        : llm_openai_parse(buf_str(&h.body), h.body.len, resp,
-                                           why, sizeof(why));
+    resp->outcome =
+        ops->parse(buf_str(&h.body), h.body.len, resp, why, sizeof(why));
     rc = resp->outcome == LLM_OK
              ? 0
              : err_set(e, ERR_LLM, "llm %s (%s): %s", m->name, m->model, why);
@@ -654,7 +674,8 @@ int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
                    n);
   if ((rc = check_budget(p, e)) || (rc = get_key(m, &key, e)))
     return rc;
-  snprintf(resp.provider, sizeof(resp.provider), "openai");
+  snprintf(resp.provider, sizeof(resp.provider), "%s",
+           llm_providers[m->provider].name);
   root = json_object();
   in = json_array();
   for (i = 0; i < n; i++)
@@ -666,7 +687,7 @@ int llm_embed(struct llm_pool *p, const char *const *texts, size_t n,
   json_decref(root);
   if (!body)
     return err_set(e, ERR_PARSE, "llm embed: cannot encode %zu texts", n);
-  hrc = post(p, m, "/embeddings", key, body, &h, e);
+  hrc = post(p, m, llm_providers[m->provider].embed_path, key, body, &h, e);
   free(body);
   resp.latency_s = h.elapsed_s;
   resp.http_status = (int)h.status;
@@ -705,4 +726,83 @@ void llm_read_usage_model(json_t *root, const char *in_key,
   }
   if (json_is_string(model))
     snprintf(resp->model, sizeof(resp->model), "%s", json_string_value(model));
+}
+
+void llm_json_messages(json_t *msgs, const struct llm_request *r)
+{
+  size_t i;
+
+  for (i = 0; i < r->n_messages; i++)
+    json_array_append_new(
+        msgs, json_pack("{s:s, s:s}", "role",
+                        r->messages[i].role == LLM_ROLE_ASSISTANT ? "assistant"
+                                                                  : "user",
+                        "content", r->messages[i].content));
+}
+
+void llm_json_stop(json_t *root, const char *key, const struct llm_request *r)
+{
+  json_t *stop;
+  size_t i;
+
+  if (!r->n_stop)
+    return;
+  stop = json_array();
+  for (i = 0; i < r->n_stop; i++)
+    json_array_append_new(stop, json_string(r->stop[i]));
+  json_object_set_new(root, key, stop);
+}
+
+char *llm_json_dump(const json_t *root)
+{
+  return json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                              JSON_REAL_PRECISION(10));
+}
+
+json_t *llm_json_object(const char *body, size_t len, char *why, size_t whylen)
+{
+  json_error_t je;
+  json_t *root = json_loadb(body, len, 0, &je);
+
+  why[0] = '\0';
+  if (json_is_object(root))
+    return root;
+  snprintf(why, whylen, "response is not a JSON object (%s)",
+           root ? "other JSON value" : je.text);
+  json_decref(root);
+  return NULL;
+}
+
+/* part's "text" string when part is to be joined, else NULL. */
+static json_t *join_part(json_t *part, const char *type)
+{
+  json_t *t = json_object_get(part, "text");
+  const char *ty = json_string_value(json_object_get(part, "type"));
+
+  return json_is_string(t) && (!type || (ty && !strcmp(ty, type))) ? t : NULL;
+}
+
+char *llm_json_join_text(json_t *arr, const char *type)
+{
+  size_t i, n = 0;
+  json_t *part, *t;
+  char *s, *p;
+
+  json_array_foreach(arr, i, part)
+  {
+    if ((t = join_part(part, type)))
+      n += json_string_length(t);
+  }
+  s = p = malloc(n + 1);
+  if (!s)
+    return NULL;
+  json_array_foreach(arr, i, part)
+  {
+    if ((t = join_part(part, type))) {
+      memcpy(p, json_string_value(t), json_string_length(t));
+      p += json_string_length(t);
+    }
+  }
+  *p = '\0';
+  return s;
 }

@@ -30,9 +30,12 @@
 struct config;
 struct json_t;
 
+/* The API a model speaks: an index into the provider table (llm_impl.h),
+ * which holds everything that differs between them. */
 enum llm_provider {
   LLM_PROVIDER_OPENAI = 0,    /* OpenAI-compatible /chat/completions */
   LLM_PROVIDER_ANTHROPIC = 1, /* Anthropic /v1/messages */
+  LLM_PROVIDER_COUNT
 };
 
 enum llm_role { LLM_ROLE_USER = 0, LLM_ROLE_ASSISTANT = 1 };
@@ -241,21 +244,5 @@ void llm_embedding_release(struct llm_embedding *emb);
  * configuration is bad or no model is configured (ERR_CONFIG). */
 int llm_check_models(const struct config *cfg, FILE *out,
                      struct json_t **report, struct err *e);
-
-/* Provider internals (llm_openai.c, llm_anthropic.c); not for agents. */
-/* Build the request body (JSON text, malloc'd) for m and req. */
-char *llm_openai_body(const struct llm_model *m, const struct llm_request *r,
-                      int max_tokens);
-char *llm_anthropic_body(const struct llm_model *m,
-                         const struct llm_request *r, int max_tokens);
-/* Parse a 2xx body into resp (text, finish_reason, tokens, model); returns
- * the outcome (OK, MALFORMED, EMPTY, REFUSAL, TRUNCATED) and a one-line
- * detail in why. */
-enum llm_outcome llm_openai_parse(const char *body, size_t len,
-                                  struct llm_response *resp, char *why,
-                                  size_t whylen);
-enum llm_outcome llm_anthropic_parse(const char *body, size_t len,
-                                     struct llm_response *resp, char *why,
-                                     size_t whylen);
 
 #endif

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "config.h"
-#include "llm.h"
 #include "llm_impl.h"
 #include "log.h"
 
@@ -117,12 +116,26 @@ static int check_env_name(const struct config_entry *v, struct err *e)
   return 0;
 }
 
+/* "openai, anthropic": the names of the provider table, for an error. */
+static void provider_names(char *out, size_t n)
+{
+  size_t i, l = 0;
+
+  out[0] = '\0';
+  for (i = 0; i < LLM_PROVIDER_COUNT && l < n; i++)
+    l += (size_t)snprintf(out + l, n - l, "%s%s", i ? ", " : "",
+                          llm_providers[i].name);
+}
+
 /* Fill m from section sec (with [llm] as fallback for shared keys). */
 int llm_model_from_config(const struct config *c, const char *sec,
                           const char *name, int embed, struct llm_model *m,
                           struct err *e)
 {
   const struct config_entry *v, *llm_prov = config_find(c, "llm", "provider");
+  const struct llm_provider_ops *ops;
+  enum llm_provider llm_p = LLM_PROVIDER_OPENAI;
+  char names[128];
   int same_provider, rc;
   double d;
   long l;
@@ -131,20 +144,22 @@ int llm_model_from_config(const struct config *c, const char *sec,
   snprintf(m->name, sizeof(m->name), "%s", name);
   v = lookup(c, sec, "provider", !embed);
   m->provider = LLM_PROVIDER_OPENAI;
-  if (v && !strcmp(v->value, "anthropic"))
-    m->provider = LLM_PROVIDER_ANTHROPIC;
-  else if (v && strcmp(v->value, "openai"))
-    return err_set(e, ERR_CONFIG,
-                   "%s: provider '%.40s' is not one of openai, anthropic",
-                   v->origin, v->value);
-  if (embed && m->provider != LLM_PROVIDER_OPENAI)
+  if (v && llm_provider_find(v->value, &m->provider)) {
+    provider_names(names, sizeof(names));
+    return err_set(e, ERR_CONFIG, "%s: provider '%.40s' is not one of %s",
+                   v->origin, v->value, names);
+  }
+  ops = &llm_providers[m->provider];
+  if (embed && !ops->embed_path)
     return err_set(e, ERR_CONFIG,
                    "%s: embeddings need an OpenAI-compatible endpoint",
                    v->origin);
   /* base_url and the key belong to a provider: inherit them from [llm]
-   * only for the same provider. */
-  same_provider = (int)m->provider ==
-                  (llm_prov && !strcmp(llm_prov->value, "anthropic") ? 1 : 0);
+   * only for the same provider ([llm]'s unknown provider: the default,
+   * refused where [llm] itself is read). */
+  if (llm_prov)
+    (void)llm_provider_find(llm_prov->value, &llm_p);
+  same_provider = m->provider == llm_p;
   v = config_find(c, sec, "model");
   if (!v || !*v->value)
     return err_set(e, ERR_CONFIG, "[%s]: 'model' is not set", sec);
@@ -160,10 +175,7 @@ int llm_model_from_config(const struct config *c, const char *sec,
                      "%s: base_url must start with http:// or https://",
                      v->origin);
   } else {
-    snprintf(m->base_url, sizeof(m->base_url), "%s",
-             m->provider == LLM_PROVIDER_ANTHROPIC
-                 ? "https://api.anthropic.com/v1"
-                 : "https://api.openai.com/v1");
+    snprintf(m->base_url, sizeof(m->base_url), "%s", ops->base_url);
   }
   while (strlen(m->base_url) > 8 &&
          m->base_url[strlen(m->base_url) - 1] == '/')
@@ -173,10 +185,10 @@ int llm_model_from_config(const struct config *c, const char *sec,
     if ((rc = check_env_name(v, e)))
       return rc;
     snprintf(m->api_key_env, sizeof(m->api_key_env), "%s", v->value);
-  } else if (!v && m->provider == LLM_PROVIDER_ANTHROPIC) {
-    snprintf(m->api_key_env, sizeof(m->api_key_env), "ANTHROPIC_API_KEY");
-  } else if (!v && !strncmp(m->base_url, "https://api.openai.com", 22)) {
-    snprintf(m->api_key_env, sizeof(m->api_key_env), "OPENAI_API_KEY");
+  } else if (!v && ops->key_env &&
+             (!ops->key_env_url || !strncmp(m->base_url, ops->key_env_url,
+                                            strlen(ops->key_env_url)))) {
+    snprintf(m->api_key_env, sizeof(m->api_key_env), "%s", ops->key_env);
   } /* else: a local server without a key */
   if ((rc = get_dbl(c, sec, "timeout", 1, 300, 0.05, 86400, &m->timeout_s,
                     e)) ||

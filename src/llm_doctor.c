@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "llm.h"
+#include "llm_impl.h"
 
 int llm_check_models(const struct config *cfg, FILE *out, json_t **report,
                      struct err *e)
@@ -32,6 +32,7 @@ int llm_check_models(const struct config *cfg, FILE *out, json_t **report,
     arr = json_array();
   for (i = 0; i < n; i++) {
     const struct llm_model *m = llm_pool_model(p, i);
+    const char *prov = llm_providers[m->provider].name;
     struct llm_response r;
     struct err ce = {0, ""};
     int rc = llm_chat(p, m, &req, &r, &ce);
@@ -39,8 +40,7 @@ int llm_check_models(const struct config *cfg, FILE *out, json_t **report,
 
     failed += !pass;
     if (out) {
-      fprintf(out, "llm check: %-10s %-9s %-28s %-9s %6.2f s", m->name,
-              m->provider == LLM_PROVIDER_ANTHROPIC ? "anthropic" : "openai",
+      fprintf(out, "llm check: %-10s %-9s %-28s %-9s %6.2f s", m->name, prov,
               m->model, llm_outcome_name(r.outcome), r.latency_s);
       if (!pass)
         fprintf(out, ": %s", ce.msg);
@@ -50,15 +50,13 @@ int llm_check_models(const struct config *cfg, FILE *out, json_t **report,
     }
     if (arr)
       json_array_append_new(
-          arr,
-          json_pack(
-              "{s:s, s:s, s:s, s:s, s:b, s:f, s:I, s:I, s:f, s:s}", "name",
-              m->name, "provider",
-              m->provider == LLM_PROVIDER_ANTHROPIC ? "anthropic" : "openai",
-              "model", m->model, "outcome", llm_outcome_name(r.outcome),
-              "passed", pass, "latency_s", r.latency_s, "tokens_in",
-              (json_int_t)r.tokens_in, "tokens_out", (json_int_t)r.tokens_out,
-              "cost_usd", r.cost_usd, "error", pass ? "" : ce.msg));
+          arr, json_pack("{s:s, s:s, s:s, s:s, s:b, s:f, s:I, s:I, s:f, s:s}",
+                         "name", m->name, "provider", prov, "model", m->model,
+                         "outcome", llm_outcome_name(r.outcome), "passed",
+                         pass, "latency_s", r.latency_s, "tokens_in",
+                         (json_int_t)r.tokens_in, "tokens_out",
+                         (json_int_t)r.tokens_out, "cost_usd", r.cost_usd,
+                         "error", pass ? "" : ce.msg));
     llm_response_release(&r);
   }
   llm_pool_free(p);

@@ -3,18 +3,15 @@
  * SGLang, llama.cpp's server and Ollama's /v1 endpoint. */
 #include <jansson.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "llm.h"
 #include "llm_impl.h"
 
 char *llm_openai_body(const struct llm_model *m, const struct llm_request *r,
                       int max_tokens)
 {
-  json_t *root = json_object(), *msgs = json_array(), *stop;
+  json_t *root = json_object(), *msgs = json_array();
   char *out = NULL;
-  size_t i;
 
   if (!root || !msgs)
     goto out;
@@ -22,12 +19,7 @@ char *llm_openai_body(const struct llm_model *m, const struct llm_request *r,
   if (r->system && *r->system)
     json_array_append_new(
         msgs, json_pack("{s:s, s:s}", "role", "system", "content", r->system));
-  for (i = 0; i < r->n_messages; i++)
-    json_array_append_new(
-        msgs, json_pack("{s:s, s:s}", "role",
-                        r->messages[i].role == LLM_ROLE_ASSISTANT ? "assistant"
-                                                                  : "user",
-                        "content", r->messages[i].content));
+  llm_json_messages(msgs, r);
   json_object_set(root, "messages", msgs);
   /* Reasoning models (o-series, gpt-5) reject max_tokens and any
    * temperature but the default; the others, and most local servers,
@@ -37,18 +29,12 @@ char *llm_openai_body(const struct llm_model *m, const struct llm_request *r,
                       json_integer(max_tokens));
   if (r->temperature >= 0 && !m->reasoning)
     json_object_set_new(root, "temperature", json_real(r->temperature));
-  if (r->n_stop) {
-    stop = json_array();
-    for (i = 0; i < r->n_stop; i++)
-      json_array_append_new(stop, json_string(r->stop[i]));
-    json_object_set_new(root, "stop", stop);
-  }
+  llm_json_stop(root, "stop", r);
   /* json_string() returns NULL for invalid UTF-8: check the count. */
   if (json_array_size(msgs) !=
       r->n_messages + (r->system && *r->system ? 1 : 0))
     goto out;
-  out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER |
-                             JSON_REAL_PRECISION(10));
+  out = llm_json_dump(root);
 out:
   json_decref(msgs);
   json_decref(root);
@@ -58,51 +44,21 @@ out:
 /* content is a string, or (some servers) an array of {type:text,text}. */
 static char *content_text(json_t *content)
 {
-  size_t i, n = 0;
-  json_t *part;
-  char *s, *p;
-
   if (json_is_string(content))
     return strdup(json_string_value(content));
-  if (!json_is_array(content))
-    return NULL;
-  json_array_foreach(content, i, part)
-  {
-    json_t *t = json_object_get(part, "text");
-    if (json_is_string(t))
-      n += json_string_length(t);
-  }
-  s = p = malloc(n + 1);
-  if (!s)
-    return NULL;
-  json_array_foreach(content, i, part)
-  {
-    json_t *t = json_object_get(part, "text");
-    if (json_is_string(t)) {
-      memcpy(p, json_string_value(t), json_string_length(t));
-      p += json_string_length(t);
-    }
-  }
-  *p = '\0';
-  return s;
+  return json_is_array(content) ? llm_json_join_text(content, NULL) : NULL;
 }
 
 enum llm_outcome llm_openai_parse(const char *body, size_t len,
                                   struct llm_response *resp, char *why,
                                   size_t whylen)
 {
-  json_error_t je;
-  json_t *root = json_loadb(body, len, 0, &je);
+  json_t *root = llm_json_object(body, len, why, whylen);
   json_t *choices, *c0, *msg, *fr, *refusal;
   enum llm_outcome o = LLM_OK;
 
-  why[0] = '\0';
-  if (!root || !json_is_object(root)) {
-    snprintf(why, whylen, "response is not a JSON object (%s)",
-             root ? "other JSON value" : je.text);
-    o = LLM_MALFORMED;
-    goto out;
-  }
+  if (!root)
+    return LLM_MALFORMED;
   llm_read_usage_model(root, "prompt_tokens", "completion_tokens", resp);
   choices = json_object_get(root, "choices");
   if (!choices) {

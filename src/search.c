@@ -77,16 +77,12 @@ static int is_ok(const struct member *m)
 long long search_record(void *ud, const struct llm_record *rec)
 {
   struct evolve *s = ud;
-  struct db_llm_call c;
+  int64_t id;
   struct err e;
 
-  db_llm_call_from_record(&c, s->run.id, rec);
   pthread_mutex_lock(&s->mu);
-  if (db_llm_call_insert(s->db, &c, &e) ||
-      db_run_add_spent(s->db, s->run.id, rec->cost_usd, &e)) {
+  if (db_llm_call_record(s->db, s->run.id, rec, &id, &e))
     log_warn("evolve: %s", e.msg);
-    c.id = 0;
-  }
   s->run.spent_usd += rec->cost_usd;
   s->llm_calls++;
   if (rec->outcome && !strcmp(rec->outcome, "ok"))
@@ -95,7 +91,7 @@ long long search_record(void *ud, const struct llm_record *rec)
     snprintf(s->llm_last_error, sizeof(s->llm_last_error), "%s: %.180s",
              rec->outcome ? rec->outcome : "?", rec->error ? rec->error : "");
   pthread_mutex_unlock(&s->mu);
-  return (long long)c.id;
+  return (long long)id;
 }
 
 /* Write the best program's code to DIR/best.EXT (atomically: temp file +

@@ -77,7 +77,7 @@ static long long record_call(void *ud, const struct llm_record *rec)
       (double)time(NULL));
   char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
-  long long id = 0;
+  int64_t id = 0;
 
   snprintf(p, sizeof(p), "%s/llm_calls.jsonl", t->work);
   f = fopen(p, "a");
@@ -88,18 +88,11 @@ static long long record_call(void *ud, const struct llm_record *rec)
   free(s);
   json_decref(j);
   if (t->db) {
-    struct db_llm_call c;
     struct err e;
-    db_llm_call_from_record(&c, t->run_id, rec);
-    if (db_llm_call_insert(t->db, &c, &e) == 0) {
-      id = c.id;
-      if (db_run_add_spent(t->db, t->run_id, rec->cost_usd, &e))
-        log_warn("transform: database: %s", e.msg);
-    } else {
+    if (db_llm_call_record(t->db, t->run_id, rec, &id, &e))
       log_warn("transform: database: %s", e.msg);
-    }
   }
-  return id;
+  return (long long)id;
 }
 
 /* --db: open the database and create the run row. */

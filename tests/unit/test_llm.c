@@ -17,6 +17,7 @@
 #include "fakellm_client.h"
 #include "http.h"
 #include "llm.h"
+#include "llm_impl.h" /* the provider functions, tested directly */
 
 #define KEY    "sk-test-secret-value-0000"
 #define KEYENV "CUCO_TEST_LLM_KEY"
