@@ -12,7 +12,6 @@
 #include "build.h"
 #include "buf.h"
 #include "cmd.h"
-#include "config.h"
 #include "objcache.h"
 #include "proc.h"
 
@@ -142,9 +141,6 @@ int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv)
   argc -= i;
   if (dir_opt)
     snprintf(dir, sizeof(dir), "%s", dir_opt);
-  else if (config_get(ctx->cfg, "build", "cache_dir", NULL))
-    snprintf(dir, sizeof(dir), "%s",
-             config_get(ctx->cfg, "build", "cache_dir", NULL));
   else
     build_default_cache(dir, sizeof(dir));
   kargv = calloc((size_t)argc + 4, sizeof(*kargv));
@@ -169,7 +165,10 @@ int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv)
     log_line("uncached", now_s() - t0, argc, argv);
     goto out;
   }
-  for (i = 0, k = 0; i < argc; i++)
+  /* the compiler by its resolved path (in the ident): "nvcc" and
+   * "/usr/local/cuda/bin/nvcc" are one compiler */
+  kargv[0] = "";
+  for (i = 1, k = 1; i < argc; i++)
     if (i != at && i != at + 1)
       kargv[k++] = argv[i];
   if ((rc = objcache_open(&c, dir, buf_str(&id), kargv, k, NULL, &e))) {

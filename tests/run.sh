@@ -14,6 +14,17 @@ export CUCO_ROOT="$ROOT" CUCO_BIN="$ROOT/$BUILD/cuco" BUILD
 export CMOCKA_MESSAGE_OUTPUT=TAP
 LOGDIR="$ROOT/$BUILD/test-logs"
 mkdir -p "$LOGDIR"
+# One object cache for the whole run (src/objcache.c): cuco eval's builds
+# and the tests' own nvcc commands (`cuco cc`, tests/cli/lib.sh) compile a
+# translation unit once per run and share it.  Fresh each run, so every
+# file is still compiled by this run (TEST_KEEP_CACHE=1 keeps it).  Tests
+# that need a cache of their own set CUCO_CACHE_DIR themselves.
+export CUCO_TEST_CACHE=${CUCO_TEST_CACHE:-$ROOT/$BUILD/test-cache}
+[ "${TEST_KEEP_CACHE:-0}" = 1 ] || rm -rf "$CUCO_TEST_CACHE"
+mkdir -p "$CUCO_TEST_CACHE" && chmod 700 "$CUCO_TEST_CACHE"
+export CUCO_CACHE_DIR=$CUCO_TEST_CACHE
+export CUCO_CC_LOG=$LOGDIR/cc.log
+: >"$CUCO_CC_LOG"
 
 jobs=${TEST_JOBS:-}
 if [ -z "$jobs" ]; then
@@ -44,8 +55,11 @@ done
 if [ -n "${TEST_FILTER:-}" ]; then
   mapfile -t names < <(printf '%s\n' "${names[@]}" | grep -E -- "$TEST_FILTER")
 fi
-if [ -f "$LOGDIR/times.txt" ]; then
-  while read -r s n; do prev[$n]=$s; done <"$LOGDIR/times.txt"
+# the last run's times, else the committed ones (a clean clone, as CI)
+times=$LOGDIR/times.txt
+[ -f "$times" ] || times=$ROOT/tests/times.txt
+if [ -f "$times" ]; then
+  while read -r s n; do prev[$n]=$s; done <"$times"
 fi
 # longest first by the last run's times (unknown ones first of all)
 mapfile -t names < <(for n in "${names[@]}"; do
@@ -114,6 +128,12 @@ done
 echo "slowest:"
 for n in "${names[@]}"; do printf '%s %s\n' "${took[$n]}" "$n"; done |
   sort -k1,1nr | head -8 | while read -r s n; do printf '  %7.1f s  %s\n' "$s" "$n"; done
+# what the shared object cache saved (cuco cc's log; cuco eval's builds
+# are not in it)
+awk '{ n[$1]++; t[$1] += $2 } END {
+  if (n["miss"] + n["hit"] + n["fail"] + n["uncached"] > 0)
+    printf "nvcc via cuco cc: %d compiled (%.0f s), %d from the cache, %d failed (%.0f s), %d uncached\n",
+      n["miss"], t["miss"], n["hit"], n["fail"], t["fail"], n["uncached"] }' "$CUCO_CC_LOG"
 # the failures again at the end: CI shows the tail of this output
 for n in "${failed_names[@]}"; do
   echo "failed: $n"
