@@ -367,10 +367,10 @@ static int unit_key(struct unit *u, struct err *e)
   snprintf(srcarg, sizeof(srcarg), "SRC=%s", name ? name + 1 : u->src);
   for (i = 0; i < u->a.n - 2; i++) /* less "-o OBJ" */
     kv[k++] = !strcmp(u->a.v[i], u->src) ? srcarg : u->a.v[i];
-  snprintf(ident, sizeof(ident), "%s\n%s\nnccl %d", tc->nvcc,
-           tc->nvcc_version, tc->nccl_header_version);
-  if ((rc = objcache_open(&u->cache, u->o->cache_dir, ident, kv, k, u->src,
-                          e)))
+  snprintf(ident, sizeof(ident), "%s\n%s\nnccl %d", tc->nvcc, tc->nvcc_version,
+           tc->nccl_header_version);
+  if ((rc =
+           objcache_open(&u->cache, u->o->cache_dir, ident, kv, k, u->src, e)))
     return rc;
   rc = objcache_get(&u->cache, u->obj, NULL, NULL, e);
   if (rc < 0)

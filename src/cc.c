@@ -36,8 +36,8 @@ static const char *output_of(int argc, char **argv, int *at)
       *at = i++;
     } else if (!strncmp(a, "-M", 2) || !strncmp(a, "--generate-dep", 14) ||
                !strcmp(a, "-E") || !strcmp(a, "--preprocess") ||
-               !strcmp(a, "-") || !strncmp(a, "-o", 2) ||
-               !strcmp(a, "-run") || !strcmp(a, "--run")) {
+               !strcmp(a, "-") || !strncmp(a, "-o", 2) || !strcmp(a, "-run") ||
+               !strcmp(a, "--run")) {
       return NULL;
     }
   }
@@ -206,8 +206,8 @@ int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv)
   fputs(buf_str(&r.err), stderr);
   status = exit_of(&r);
   if (status == 0 && !r.out.toobig && !r.err.toobig &&
-      objcache_put(&c, dep, outp, buf_str(&r.out), r.out.len,
-                   buf_str(&r.err), r.err.len, &e))
+      objcache_put(&c, dep, outp, buf_str(&r.out), r.out.len, buf_str(&r.err),
+                   r.err.len, &e))
     fprintf(stderr, "cuco cc: not cached: %s\n", e.msg);
   proc_result_release(&r);
   log_line(status == 0 ? "miss" : "fail", now_s() - t0, argc, argv);

@@ -14,7 +14,7 @@
 
 #include "buf.h"
 
-#define MANIFEST_MAX (4u << 20)   /* 4 MiB of input names */
+#define MANIFEST_MAX (4u << 20)    /* 4 MiB of input names */
 #define ENTRY_MAX    (1024u << 20) /* 1 GiB: an object is a few MiB */
 #define MAGIC_M      "cuco-objcache-manifest 1\n"
 #define MAGIC_O      "cuco-objcache-entry 1"
@@ -218,8 +218,7 @@ static void current_entry(const struct objcache *c, char *name, size_t n)
       break;
     }
     *next++ = '\0';
-    if (sscanf(line, "%16llx %llu %n", &want_h, &want_s, &off) != 2 ||
-        !off) {
+    if (sscanf(line, "%16llx %llu %n", &want_h, &want_s, &off) != 2 || !off) {
       ok = 0;
       break;
     }

@@ -83,8 +83,7 @@ static int lookup(struct objcache *c, const char *const *argv, int argc,
   snprintf(dir, sizeof(dir), "%s/cache", root);
   snprintf(out, sizeof(out), "%s/out.o", root);
   unlink(out);
-  assert_int_equal(objcache_open(c, dir, "cc 1.0", argv, argc, NULL, &e),
-                   0);
+  assert_int_equal(objcache_open(c, dir, "cc 1.0", argv, argc, NULL, &e), 0);
   return objcache_get(c, out, NULL, err, &e);
 }
 
@@ -98,8 +97,7 @@ static void store(struct objcache *c, const char *obj_text)
   snprintf(obj, sizeof(obj), "%s/out.o", root);
   put_file("out.o", obj_text);
   put_file("out.d", "out.o : src.c \\\n  a.h\n");
-  assert_int_equal(objcache_put(c, dep, obj, "", 0, "a warning\n", 10, &e),
-                   0);
+  assert_int_equal(objcache_put(c, dep, obj, "", 0, "a warning\n", 10, &e), 0);
 }
 
 static void test_hit_miss(void **state)
@@ -124,7 +122,7 @@ static void test_hit_miss(void **state)
   assert_int_equal(lookup(&c, argv, 3, NULL), 0);
   snprintf(out, sizeof(out), "%s/out.o", root);
   assert_int_not_equal(access(out, F_OK), 0); /* nothing written */
-  put_file("a.h", "#define A 1\n"); /* back as it was: found again */
+  put_file("a.h", "#define A 1\n");           /* back as it was: found again */
   assert_int_equal(lookup(&c, argv, 3, NULL), 1);
   put_file("src.c", "int x = A + 1;\n"); /* the source too */
   assert_int_equal(lookup(&c, argv, 3, NULL), 0);
