@@ -51,5 +51,11 @@ expect_rc "again" 1 ccc -c bad.c -o "$TMP/b.o"
 expect_rc "preprocess only runs uncached" 0 ccc -E s.c
 [ "$(last)" = uncached ] && ok "-E is not cached" || not_ok "-E is not cached" "$(last)"
 expect_grep "its output passes through" "$TMP/out" "int x = 2"
+printf '[build]\ncache_dir = %s\n' "$TMP/cfgc" >"$TMP/c.ini"
+expect_rc "with [build] cache_dir" 0 env -u CUCO_CACHE_DIR "$CUCO" --config "$TMP/c.ini" cc -- "$CC" -c s.c -o "$TMP/8.o"
+[ -d "$TMP/cfgc/o" ] && [ -n "$(ls "$TMP/cfgc/o")" ] && ok "[build] cache_dir names the folder" ||
+  not_ok "[build] cache_dir names the folder" "$(ls -R "$TMP" | head -20)"
+expect_rc "with CUCO_CACHE_DIR too" 0 env CUCO_CACHE_DIR="$TMP/envc" "$CUCO" --config "$TMP/c.ini" cc -- "$CC" -c s.c -o "$TMP/9.o"
+[ -d "$TMP/envc/o" ] && ok "CUCO_CACHE_DIR wins over [build] cache_dir" || not_ok "CUCO_CACHE_DIR wins over [build] cache_dir" "no $TMP/envc/o"
 expect_rc "no compiler is a usage error" 2 "$CUCO" cc --cache-dir "$C"
 done_testing
