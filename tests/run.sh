@@ -59,7 +59,7 @@ fi
 times=$LOGDIR/times.txt
 [ -f "$times" ] || times=$ROOT/tests/times.txt
 if [ -f "$times" ]; then
-  while read -r s n; do prev[$n]=$s; done <"$times"
+  while read -r s n; do [[ $s == \#* ]] || prev[$n]=$s; done <"$times"
 fi
 # longest first by the last run's times (unknown ones first of all)
 mapfile -t names < <(for n in "${names[@]}"; do
