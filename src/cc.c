@@ -150,21 +150,8 @@ int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv)
     goto out;
   }
   outp = output_of(argc, argv, &at);
-  if (!outp || compiler_ident(argv[0], &id)) {
-    /* not one compile we can key: run it as it is */
-    for (i = 0; i < argc; i++)
-      run[i] = argv[i];
-    if (run_compiler(run, &r, &e)) {
-      cmd_error(ctx, "%s: %s", argv[0], e.msg);
-      goto out;
-    }
-    fputs(buf_str(&r.out), stdout);
-    fputs(buf_str(&r.err), stderr);
-    status = exit_of(&r);
-    proc_result_release(&r);
-    log_line("uncached", now_s() - t0, argc, argv);
-    goto out;
-  }
+  if (!outp || compiler_ident(argv[0], &id))
+    goto uncached; /* not one compile we can key */
   /* the compiler by its resolved path (in the ident): "nvcc" and
    * "/usr/local/cuda/bin/nvcc" are one compiler */
   kargv[0] = "";
@@ -172,8 +159,9 @@ int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv)
     if (i != at && i != at + 1)
       kargv[k++] = argv[i];
   if ((rc = objcache_open(&c, dir, buf_str(&id), kargv, k, NULL, &e))) {
-    cmd_error(ctx, "object cache: %s", e.msg);
-    goto out;
+    /* a cache we cannot use must not fail the compile */
+    fprintf(stderr, "cuco cc: object cache off: %s\n", e.msg);
+    goto uncached;
   }
   if ((rc = objcache_get(&c, outp, &bo, &be, &e)) == 0) {
     if (objcache_lock(&c, &e) == 0)
@@ -216,6 +204,20 @@ out_tmp:
 out_unlock:
   if (locked)
     objcache_unlock(&c);
+  goto out;
+uncached:
+  for (i = 0; i < argc; i++)
+    run[i] = argv[i];
+  run[argc] = NULL;
+  if (run_compiler(run, &r, &e)) {
+    cmd_error(ctx, "%s: %s", argv[0], e.msg);
+    goto out;
+  }
+  fputs(buf_str(&r.out), stdout);
+  fputs(buf_str(&r.err), stderr);
+  status = exit_of(&r);
+  proc_result_release(&r);
+  log_line("uncached", now_s() - t0, argc, argv);
 out:
   free(kargv);
   free(run);
