@@ -129,7 +129,7 @@ int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv)
     if (!strcmp(argv[i], "--cache-dir") && i + 1 < argc)
       dir_opt = argv[++i];
     else if (argv[i][0] == '-')
-      return cmd_bad_usage(ctx, "unknown option '%s'", argv[i]);
+      return cmd_bad_usage(ctx, "unrecognized option '%s'", argv[i]);
     else
       break;
   }
