@@ -78,7 +78,8 @@ check_cheats() {
 CC_CACHE=${CUCO_TEST_CACHE:-$TMP/cc-cache}
 if [ -x "$CUCO" ]; then CCW=("$CUCO" cc --cache-dir "$CC_CACHE" --); else CCW=(); fi
 # nv_wl W [DEFS...] -- SRC OBJ: compile SRC of workload folder W (relative
-# to the checkout, as scripts/cuda-compile.sh does it) with exactly the
+# to the checkout, as scripts/cuda-compile.sh does it; W "" for a runtime
+# file) with exactly the
 # flags of `make cuda`, so the compile is shared with t0601's; runs in $ROOT.
 nv_wl() {
   local w=$1 defs=(); shift
@@ -87,5 +88,5 @@ nv_wl() {
   local inc=(-Iruntime)
   [ -n "${CUCO_NCCL_INCLUDE:-}" ] && inc+=(-I"$CUCO_NCCL_INCLUDE")
   (cd "$ROOT" && "${CCW[@]}" "${NVCC:-nvcc}" -arch="${CUCO_ARCH:-sm_90}" -std=c++17 -O2 \
-    "${inc[@]}" -I"$w" "${defs[@]}" -diag-suppress 177 -c "$1" -o "$2")
+    "${inc[@]}" ${w:+-I"$w"} "${defs[@]}" -diag-suppress 177 -c "$1" -o "$2")
 }

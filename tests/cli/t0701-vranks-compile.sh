@@ -49,7 +49,7 @@ done
 # seed and cheats (as they appear) in virtual mode.
 WINC=(-I"$ROOT/workloads/gemm_allgather")
 expect_rc "runtime/rt_vranks.cu compiles (-DCUCO_VRANKS)" 0 \
-  "${NV[@]}" -DCUCO_VRANKS -c "$ROOT/runtime/rt_vranks.cu" -o "$TMP/rt_vranks.o"
+  nv_wl "" -DCUCO_VRANKS -- runtime/rt_vranks.cu "$TMP/rt_vranks.o"
 for f in rt_ctx rt_main; do
   expect_rc "runtime/$f.cu hooks compile (-DCUCO_VRANKS)" 0 \
     fe "$TMP/$f.ii" -DCUCO_VRANKS "$ROOT/runtime/$f.cu"
