@@ -111,7 +111,7 @@ cc "seed.cu allgather warp issuer 16 CTAs" "$WL/seed.cu" -DCUCO_PARAM_pattern=al
   -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16
 cc "seed.cu thread issuer slots=3 64KiB" "$WL/seed.cu" -DCUCO_ISSUER=1 -DCUCO_PARAM_slots=3 \
   -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_copy_threads=128
-cc "seed.cu GIN path" "$WL/seed.cu" -DCUCO_BACKEND=2
+cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_v2
 expect_rc "seed.cu refuses placement=split" 1 "${NV[@]}" -DCUCO_PLACEMENT=3 -c "$WL/seed.cu" -o "$TMP/o.o"
 expect_grep "split refusal names the reason" "$TMP/err" "placement=deferred only"
 for c in "$W"/cheats/*.cu; do cw "cheats/$(basename "$c")" "$c"; done

@@ -74,7 +74,7 @@ cw "reference.cu" "$W/reference.cu"
 cw "baseline.cu (A)" "$W/baseline.cu"
 cw "baseline_overlap.cu (B)" "$W/baseline_overlap.cu"
 cc "seed.cu (its directives)" "$WL/seed.cu" -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16
-cc "seed.cu GIN path" "$WL/seed.cu" -DCUCO_BACKEND=2
+cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_v2
 cc "seed.cu 32 CTAs of 1024 threads" "$WL/seed.cu" -DCUCO_PARAM_comm_ctas=32 -DCUCO_PARAM_disp_threads=1024
 if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
   cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
