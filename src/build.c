@@ -303,7 +303,9 @@ struct unit {
   char src[PATHN];
   char base[160];
   int is_impl;
-  int is_rt; /* a runtime unit */
+  int is_rt;         /* a runtime unit */
+  const char *rtdir; /* the runtime and workload folders, resolved: */
+  const char *wldir; /* one compile, however the folders were named */
   char obj[PATHN + 64];
   struct argv_b a; /* the compile command */
   char archf[96], rti[PATHN], wli[PATHN], nci[PATHN];
@@ -325,8 +327,8 @@ static void unit_argv(struct unit *u)
   int i;
 
   snprintf(u->archf, sizeof(u->archf), "-arch=%s", tc->arch);
-  snprintf(u->rti, sizeof(u->rti), "-I%s", o->runtime_dir);
-  snprintf(u->wli, sizeof(u->wli), "-I%s", o->wl->dir);
+  snprintf(u->rti, sizeof(u->rti), "-I%s", u->rtdir);
+  snprintf(u->wli, sizeof(u->wli), "-I%s", u->wldir);
   snprintf(u->nci, sizeof(u->nci), "-I%s", tc->nccl_include);
   a->n = 0;
   arg(a, tc->nvcc);
@@ -457,7 +459,7 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   struct unit *jobs = NULL;
   char archf[96], ncl[PATHN], cul[PATHN], rp[PATHN];
   char libs[WORKLOAD_MAX_LIBS][80];
-  char objdir[PATHN];
+  char objdir[PATHN], rtdir[PATH_MAX], wldir[PATH_MAX];
   struct argv_b a = {{0}, 0};
   int nunits = 0, nobj = 0, i, rc, nolib;
 
@@ -469,6 +471,10 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     return err_set(e, ERR_PROC,
                    "NCCL headers not found (set "
                    "CUCO_NCCL_HOME; see cuco doctor)");
+  if (!realpath(o->runtime_dir, rtdir))
+    snprintf(rtdir, sizeof(rtdir), "%s", o->runtime_dir);
+  if (!realpath(o->wl->dir, wldir))
+    snprintf(wldir, sizeof(wldir), "%s", o->wl->dir);
   snprintf(objdir, sizeof(objdir), "%s", o->out_bin);
   if (strrchr(objdir, '/'))
     *strrchr(objdir, '/') = '\0';
@@ -482,13 +488,12 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     goto out;
   }
   for (i = 0; i < nunits; i++) {
-    snprintf(jobs[i].src, sizeof(jobs[i].src), "%s/%s", o->runtime_dir,
-             units[i]);
+    snprintf(jobs[i].src, sizeof(jobs[i].src), "%s/%s", rtdir, units[i]);
     snprintf(jobs[i].base, sizeof(jobs[i].base), "rt_%.*s",
              (int)(strlen(units[i]) - 3), units[i]);
     jobs[i].is_rt = 1;
   }
-  snprintf(jobs[nunits].src, sizeof(jobs[0].src), "%s/%s", o->wl->dir,
+  snprintf(jobs[nunits].src, sizeof(jobs[0].src), "%s/%s", wldir,
            o->wl->reference);
   snprintf(jobs[nunits].base, sizeof(jobs[0].base), "%s_ref", o->wl->name);
   snprintf(jobs[nunits + 1].src, sizeof(jobs[0].src), "%s", o->impl_path);
@@ -498,6 +503,8 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   nobj = nunits + 2;
   for (i = 0; i < nobj; i++) {
     jobs[i].o = o;
+    jobs[i].rtdir = rtdir;
+    jobs[i].wldir = wldir;
     buf_init(&jobs[i].log, BUILD_LOG_MAX);
     snprintf(jobs[i].obj, sizeof(jobs[i].obj), "%s/%s.o", objdir,
              jobs[i].base);
