@@ -4,7 +4,8 @@
 # `cuco eval` uses, plus a few directive variants of each seed.  Objects go
 # to $BUILD/cuda and are reused while newer than their sources and headers.
 #   NVCC (default nvcc), CUCO_ARCH (sm_90), CUCO_NCCL_INCLUDE (extra -I),
-#   JOBS (2).  Exit 0 when everything compiled; 1 and the errors otherwise.
+#   JOBS (2), NVCC_LAUNCHER (words put before nvcc, e.g. "cuco cc --" for
+#   the object cache; the test suite shares one).  Exit 0 when everything compiled; 1 and the errors otherwise.
 cd "$(dirname "$0")/.." || exit 2
 NVCC=${NVCC:-nvcc}
 ARCH=${CUCO_ARCH:-sm_90}
@@ -62,7 +63,7 @@ compile_one() { # line
   local inc=("${INC[@]}")
   [ -n "$extra" ] && inc+=(-I"$extra")
   # shellcheck disable=SC2086
-  if "$NVCC" -arch="$ARCH" -std=c++17 -O2 "${inc[@]}" $defs -diag-suppress 177 \
+  if ${NVCC_LAUNCHER:-} "$NVCC" -arch="$ARCH" -std=c++17 -O2 "${inc[@]}" $defs -diag-suppress 177 \
        -c "$src" -o "$obj" >"$obj.log" 2>&1; then
     echo "$defs" >"$obj.defs"
     echo "ok $src $defs"
@@ -74,7 +75,7 @@ compile_one() { # line
   fi
 }
 export -f compile_one
-export NVCC ARCH
+export NVCC ARCH NVCC_LAUNCHER
 export INC_STR="${INC[*]}"
 
 fail=0

@@ -12,11 +12,11 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "buf.h"
 #include "config.h"
 #include "file.h"
+#include "objcache.h"
 #include "proc.h"
 #include "toolchain.h"
 #include "workload.h"
@@ -135,27 +135,6 @@ static int missing_non_nccl(const char *log, struct err *e)
   return 0;
 }
 
-/* Feed a whole file into the hash; 0 or ERR_IO. */
-static int hash_file(XXH64_state_t *st, const char *path, struct err *e)
-{
-  char chunk[16384];
-  FILE *f = fopen(path, "rb");
-  size_t r;
-
-  if (!f)
-    return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-  {
-    /* the name, not the folder: a candidate lands in a fresh work dir
-     * each time, and its object must still be found again */
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    XXH64_update(st, base, strlen(base) + 1);
-  }
-  while ((r = fread(chunk, 1, sizeof(chunk), f)) > 0)
-    XXH64_update(st, chunk, r);
-  fclose(f);
-  return 0;
-}
-
 static int ends_with(const char *s, const char *suf)
 {
   size_t a = strlen(s), b = strlen(suf);
@@ -201,25 +180,6 @@ static void free_names(char **names, int n)
 
   for (i = 0; i < n; i++)
     free(names[i]);
-}
-
-/* Hash the headers of one folder (they may be included by any unit).
- * Plain .c files count too: a workload may include its frozen C code
- * (workloads/moe_dsv3/wl_moe.cuh includes moe_routing.c). */
-static int hash_headers(XXH64_state_t *st, const char *dir, struct err *e)
-{
-  static const char *const hdr[] = {".h", ".cuh", ".hpp", ".inc", ".c", NULL};
-  char *names[MAX_UNITS * 2];
-  int n, i, rc;
-
-  rc = list_dir(dir, hdr, names, MAX_UNITS * 2, &n, e);
-  for (i = 0; rc == 0 && i < n; i++) {
-    char p[PATHN];
-    snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
-    rc = hash_file(st, p, e);
-  }
-  free_names(names, n);
-  return rc;
 }
 
 /* First line of the log that looks like an error, for the one-line
@@ -316,87 +276,120 @@ static int run_tool(const struct build_opts *bo, const struct argv_b *a,
   return rc;
 }
 
-/* One translation unit: its cache key, and its compile when missing. */
+/* One translation unit: its object (beside the binary), its cache entry,
+ * and its compile when missing. */
 struct unit {
   const struct build_opts *o;
   char src[PATHN];
   char base[160];
   int is_impl;
+  int is_rt;         /* a runtime unit */
+  const char *rtdir; /* the runtime and workload folders, resolved: */
+  const char *wldir; /* one compile, however the folders were named */
   char obj[PATHN + 64];
+  struct argv_b a; /* the compile command */
+  char archf[96], rti[PATHN], wli[PATHN], nci[PATHN];
+  struct objcache cache;
   int need; /* not in the cache */
+  int late; /* found in the cache after waiting for another compile */
   int rc;
   struct err err;
   struct buf log;
 };
 
-/* Fill u->obj from the hash of the unit; u->need when it is not cached. */
-static int unit_key(struct unit *u, XXH64_state_t *common, struct err *e)
-{
-  const struct build_opts *o = u->o;
-  XXH64_state_t *st = XXH64_createState();
-  int rc, i;
-
-  if (!st)
-    return err_set(e, ERR_NOMEM, "out of memory");
-  XXH64_copyState(st, common);
-  if ((rc = hash_file(st, u->src, e))) {
-    XXH64_freeState(st);
-    return rc;
-  }
-  if (u->is_impl)
-    for (i = 0; i < o->ndflags; i++)
-      XXH64_update(st, o->dflags[i], strlen(o->dflags[i]) + 1);
-  snprintf(u->obj, sizeof(u->obj), "%s/%s-%016llx.o", o->cache_dir, u->base,
-           (unsigned long long)XXH64_digest(st));
-  XXH64_freeState(st);
-  u->need = access(u->obj, R_OK) != 0;
-  return 0;
-}
-
-/* nvcc -c into a temporary name, renamed into the cache when done (so a
- * concurrent cuco never sees half an object). */
-static void unit_compile(struct unit *u)
+/* The nvcc command of a unit.  Runtime units do not see the workload's
+ * folder (they never include from it), so every workload shares them. */
+static void unit_argv(struct unit *u)
 {
   const struct build_opts *o = u->o;
   const struct toolchain *tc = o->tc;
-  char archf[96], rti[PATHN], wli[PATHN], nci[PATHN], tmp[PATHN + 96];
-  const char *name = strrchr(u->src, '/') ? strrchr(u->src, '/') + 1 : u->src;
-  struct argv_b a = {{0}, 0};
+  struct argv_b *a = &u->a;
   int i;
 
-  snprintf(archf, sizeof(archf), "-arch=%s", tc->arch);
-  snprintf(rti, sizeof(rti), "-I%s", o->runtime_dir);
-  snprintf(wli, sizeof(wli), "-I%s", o->wl->dir);
-  snprintf(nci, sizeof(nci), "-I%s", tc->nccl_include);
-  snprintf(tmp, sizeof(tmp), "%s.tmp%ld.%p", u->obj, (long)getpid(),
-           (void *)u);
-  arg(&a, tc->nvcc);
-  arg(&a, archf);
-  arg(&a, "-std=c++17");
-  arg(&a, "-O3");
-  arg(&a, rti);
-  arg(&a, wli);
+  snprintf(u->archf, sizeof(u->archf), "-arch=%s", tc->arch);
+  snprintf(u->rti, sizeof(u->rti), "-I%s", u->rtdir);
+  snprintf(u->wli, sizeof(u->wli), "-I%s", u->wldir);
+  snprintf(u->nci, sizeof(u->nci), "-I%s", tc->nccl_include);
+  a->n = 0;
+  arg(a, tc->nvcc);
+  arg(a, u->archf);
+  arg(a, "-std=c++17");
+  arg(a, "-O3");
+  arg(a, u->rti);
+  if (!u->is_rt)
+    arg(a, u->wli);
   /* -I/usr/include would put a system directory ahead of the compiler's
    * own order (libstdc++'s #include_next breaks); it is searched anyway */
   if (tc->nccl_include[0] && strcmp(tc->nccl_include, "/usr/include") &&
       strcmp(tc->nccl_include, "/usr/local/include"))
-    arg(&a, nci);
+    arg(a, u->nci);
   if (o->vranks > 0)
-    arg(&a, "-DCUCO_VRANKS");
+    arg(a, "-DCUCO_VRANKS");
   if (u->is_impl)
     for (i = 0; i < o->ndflags; i++)
-      arg(&a, o->dflags[i]);
-  arg(&a, "-c");
-  arg(&a, u->src);
-  arg(&a, "-o");
-  arg(&a, tmp);
-  u->rc = run_tool(o, &a, o->timeout_s, &u->log, &u->err);
-  if (u->rc == 0 && rename(tmp, u->obj))
-    u->rc = err_set(&u->err, ERR_IO, "rename %s: %s", tmp, strerror(errno));
-  if (u->rc)
-    unlink(tmp);
+      arg(a, o->dflags[i]);
+  arg(a, "-c");
+  arg(a, u->src);
+  arg(a, "-o");
+  arg(a, u->obj);
+}
+
+/* Open the unit's cache entry and take the object from it when there;
+ * u->need when it is not.  The key holds the source's name and text, not
+ * its folder: a candidate lands in a fresh work dir each time, and its
+ * object must still be found again. */
+static int unit_key(struct unit *u, struct err *e)
+{
+  const struct toolchain *tc = u->o->tc;
+  const char *kv[MAX_ARGS + 1], *name = strrchr(u->src, '/');
+  char ident[512], srcarg[200];
+  int i, k = 0, rc;
+
+  unit_argv(u);
+  snprintf(srcarg, sizeof(srcarg), "SRC=%s", name ? name + 1 : u->src);
+  for (i = 0; i < u->a.n - 2; i++) /* less "-o OBJ" */
+    kv[k++] = !strcmp(u->a.v[i], u->src) ? srcarg : u->a.v[i];
+  snprintf(ident, sizeof(ident), "%s\n%s\nnccl %d", tc->nvcc, tc->nvcc_version,
+           tc->nccl_header_version);
+  if ((rc =
+           objcache_open(&u->cache, u->o->cache_dir, ident, kv, k, u->src, e)))
+    return rc;
+  rc = objcache_get(&u->cache, u->obj, NULL, NULL, e);
+  if (rc < 0)
+    return rc;
+  u->need = rc == 0;
+  return 0;
+}
+
+/* nvcc -c -MD (the list of inputs for the cache), then the object into
+ * the cache.  One process compiles a key at a time; who waited for it
+ * takes the other's object. */
+static void unit_compile(struct unit *u)
+{
+  const struct build_opts *o = u->o;
+  const char *name = strrchr(u->src, '/') ? strrchr(u->src, '/') + 1 : u->src;
+  char dep[OBJCACHE_PATH + 64];
+  struct err pe;
+  int locked = objcache_lock(&u->cache, &pe) == 0;
+
+  if (objcache_get(&u->cache, u->obj, NULL, NULL, &pe) == 1) {
+    u->late = 1;
+    goto out;
+  }
+  objcache_tmp(&u->cache, ".d", dep, sizeof(dep));
+  arg(&u->a, "-MD");
+  arg(&u->a, "-MF");
+  arg(&u->a, dep);
+  u->rc = run_tool(o, &u->a, o->timeout_s, &u->log, &u->err);
+  if (u->rc == 0 &&
+      objcache_put(&u->cache, dep, u->obj, NULL, 0, NULL, 0, &pe))
+    (void)buf_printf(&u->log, "# %s: not cached: %s\n", name, pe.msg);
+  unlink(dep);
   if (u->rc == ERR_BUILD || u->rc == ERR_TIMEOUT)
     err_wrap(&u->err, "%s", name);
+out:
+  if (locked)
+    objcache_unlock(&u->cache);
 }
 
 struct pool {
@@ -446,7 +439,7 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   struct unit *jobs = NULL;
   char archf[96], ncl[PATHN], cul[PATHN], rp[PATHN];
   char libs[WORKLOAD_MAX_LIBS][80];
-  XXH64_state_t *common = NULL;
+  char objdir[PATHN], rtdir[PATH_MAX], wldir[PATH_MAX];
   struct argv_b a = {{0}, 0};
   int nunits = 0, nobj = 0, i, rc, nolib;
 
@@ -458,22 +451,15 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     return err_set(e, ERR_PROC,
                    "NCCL headers not found (set "
                    "CUCO_NCCL_HOME; see cuco doctor)");
-  if ((rc = file_mkdirs(o->cache_dir, e)))
-    return rc;
-  common = XXH64_createState();
-  if (!common)
-    return err_set(e, ERR_NOMEM, "out of memory");
-  XXH64_reset(common, 0x637563u);
-  {
-    char key[4 * PATHN];
-    snprintf(key, sizeof(key), "v1|%s|%s|%s|%s|%d|%d", tc->nvcc,
-             tc->nvcc_version, tc->arch, tc->nccl_include,
-             tc->nccl_header_version, o->vranks > 0);
-    XXH64_update(common, key, strlen(key));
-  }
-  if ((rc = hash_headers(common, o->runtime_dir, e)) ||
-      (rc = hash_headers(common, o->wl->dir, e)))
-    goto out;
+  if (!realpath(o->runtime_dir, rtdir))
+    snprintf(rtdir, sizeof(rtdir), "%s", o->runtime_dir);
+  if (!realpath(o->wl->dir, wldir))
+    snprintf(wldir, sizeof(wldir), "%s", o->wl->dir);
+  snprintf(objdir, sizeof(objdir), "%s", o->out_bin);
+  if (strrchr(objdir, '/'))
+    *strrchr(objdir, '/') = '\0';
+  else
+    snprintf(objdir, sizeof(objdir), ".");
   if ((rc = list_dir(o->runtime_dir, cu, units, MAX_UNITS, &nunits, e)))
     goto out;
   jobs = calloc((size_t)nunits + 2, sizeof(*jobs));
@@ -482,12 +468,12 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     goto out;
   }
   for (i = 0; i < nunits; i++) {
-    snprintf(jobs[i].src, sizeof(jobs[i].src), "%s/%s", o->runtime_dir,
-             units[i]);
+    snprintf(jobs[i].src, sizeof(jobs[i].src), "%s/%s", rtdir, units[i]);
     snprintf(jobs[i].base, sizeof(jobs[i].base), "rt_%.*s",
              (int)(strlen(units[i]) - 3), units[i]);
+    jobs[i].is_rt = 1;
   }
-  snprintf(jobs[nunits].src, sizeof(jobs[0].src), "%s/%s", o->wl->dir,
+  snprintf(jobs[nunits].src, sizeof(jobs[0].src), "%s/%s", wldir,
            o->wl->reference);
   snprintf(jobs[nunits].base, sizeof(jobs[0].base), "%s_ref", o->wl->name);
   snprintf(jobs[nunits + 1].src, sizeof(jobs[0].src), "%s", o->impl_path);
@@ -497,8 +483,12 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   nobj = nunits + 2;
   for (i = 0; i < nobj; i++) {
     jobs[i].o = o;
+    jobs[i].rtdir = rtdir;
+    jobs[i].wldir = wldir;
     buf_init(&jobs[i].log, BUILD_LOG_MAX);
-    if ((rc = unit_key(&jobs[i], common, e)))
+    snprintf(jobs[i].obj, sizeof(jobs[i].obj), "%s/%s.o", objdir,
+             jobs[i].base);
+    if ((rc = unit_key(&jobs[i], e)))
       goto out;
   }
   compile_missing(jobs, nobj);
@@ -506,7 +496,7 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     const char *name = strrchr(jobs[i].src, '/')
                            ? strrchr(jobs[i].src, '/') + 1
                            : jobs[i].src;
-    if (!jobs[i].need) {
+    if (!jobs[i].need || jobs[i].late) {
       r->cached++;
       (void)buf_printf(log, "# %s: cached %s\n", name, jobs[i].obj);
       continue;
@@ -572,7 +562,6 @@ out:
     buf_release(&jobs[i].log);
   free(jobs);
   free_names(units, nunits);
-  XXH64_freeState(common);
   return rc;
 }
 

@@ -33,6 +33,7 @@ int cmd_evolve(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_report(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_serve(struct cmd_ctx *ctx, int argc, char **argv);
 int cmd_transform(struct cmd_ctx *ctx, int argc, char **argv);
+int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv);
 
 /* For --help: the running command's usage to stdout, CMD_OK.  Else (a
  * usage error already said): "see 'cuco NAME --help'" to stderr,

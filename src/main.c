@@ -167,6 +167,22 @@ static const struct cmd commands[] = {
      "\n"
      "  -o, --output FILE  write to FILE (default: standard output)\n"
      "  --format md        a Markdown summary instead of HTML\n"},
+    {"cc", cmd_cc, "run one compiler command through the object cache",
+     "usage: cuco cc [--cache-dir DIR] [--] COMPILER ARGS... -o OUT\n"
+     "\n"
+     "Run a compile (nvcc, gcc, ...) through cuco's object cache, as\n"
+     "ccache does: the same arguments (the output path aside) in the same\n"
+     "folder with the same compiler, over inputs with the same text,\n"
+     "replay the compiler's output and write the stored object without\n"
+     "compiling.  The compiler lists its inputs (-MD -MF is added); a\n"
+     "failed compile is never stored; a truncated or corrupted entry is\n"
+     "rebuilt.  Exit status: the compiler's.  DIR: --cache-dir, else\n"
+     "$CUCO_CACHE_DIR, else [build] cache_dir, else $XDG_CACHE_HOME/cuco\n"
+     "(~/.cache/cuco).  $CUCO_CC_LOG=FILE appends one line per command\n"
+     "(hit, miss, fail or uncached, seconds, the command).  See\n"
+     "docs/build.md.\n"
+     "\n"
+     "  --cache-dir DIR  the cache folder (created with mode 0700)\n"},
     {"serve", cmd_serve, "browse a run database in a local web UI",
      "usage: cuco serve RUN.db [--port N] [--bind ADDR]\n"
      "\n"

@@ -38,5 +38,14 @@ int settings_load(struct cmd_ctx *ctx, const char *path, struct err *e)
                         sizeof(env_map) / sizeof(env_map[0]));
   if (rc)
     return err_set(e, rc, "environment: out of memory");
+  {
+    /* [build] cache_dir: the object cache (and the threshold store) of
+     * every command; $CUCO_CACHE_DIR wins, and build_default_cache() reads
+     * it from there wherever it is needed */
+    const char *cd = config_get(ctx->cfg, "build", "cache_dir", NULL);
+    const char *env = getenv("CUCO_CACHE_DIR");
+    if (cd && *cd && !(env && *env) && setenv("CUCO_CACHE_DIR", cd, 1))
+      return err_set(e, ERR_NOMEM, "environment: out of memory");
+  }
   return 0;
 }

@@ -14,6 +14,16 @@ export CUCO_ROOT="$ROOT" CUCO_BIN="$ROOT/$BUILD/cuco" BUILD
 export CMOCKA_MESSAGE_OUTPUT=TAP
 LOGDIR="$ROOT/$BUILD/test-logs"
 mkdir -p "$LOGDIR"
+# One object cache for the whole run (src/objcache.c): cuco eval's builds
+# and the tests' own nvcc commands (`cuco cc`, tests/cli/lib.sh) compile a
+# translation unit once per run and share it.  Fresh each run, so every
+# file is still compiled by this run (TEST_KEEP_CACHE=1 keeps it).  Tests
+# that need a cache of their own set CUCO_CACHE_DIR themselves.
+export CUCO_TEST_CACHE=${CUCO_TEST_CACHE:-$ROOT/$BUILD/test-cache}
+[ "${TEST_KEEP_CACHE:-0}" = 1 ] || rm -rf "$CUCO_TEST_CACHE"
+mkdir -p "$CUCO_TEST_CACHE" && chmod 700 "$CUCO_TEST_CACHE"
+export CUCO_CACHE_DIR=$CUCO_TEST_CACHE
+rm -f "$LOGDIR"/*.cc # each test's `cuco cc` log: NAME.cc (run_one)
 
 jobs=${TEST_JOBS:-}
 if [ -z "$jobs" ]; then
@@ -44,8 +54,11 @@ done
 if [ -n "${TEST_FILTER:-}" ]; then
   mapfile -t names < <(printf '%s\n' "${names[@]}" | grep -E -- "$TEST_FILTER")
 fi
-if [ -f "$LOGDIR/times.txt" ]; then
-  while read -r s n; do prev[$n]=$s; done <"$LOGDIR/times.txt"
+# the last run's times, else the committed ones (a clean clone, as CI)
+times=$LOGDIR/times.txt
+[ -f "$times" ] || times=$ROOT/tests/times.txt
+if [ -f "$times" ]; then
+  while read -r s n; do [[ $s == \#* ]] || prev[$n]=$s; done <"$times"
 fi
 # longest first by the last run's times (unknown ones first of all)
 mapfile -t names < <(for n in "${names[@]}"; do
@@ -59,7 +72,7 @@ echo "running $total tests, $jobs at a time (logs: $LOGDIR)"
 run_one() { # name: the test, its log, then NAME.rc = "STATUS SECONDS"
   local n=$1 t0=$EPOCHREALTIME rc
   # shellcheck disable=SC2086
-  (cd "$ROOT" && exec timeout "${limit[$n]}" ${cmd[$n]}) >"$LOGDIR/$n.log" 2>&1
+  (cd "$ROOT" && CUCO_CC_LOG=$LOGDIR/$n.cc exec timeout "${limit[$n]}" ${cmd[$n]}) >"$LOGDIR/$n.log" 2>&1
   rc=$?
   awk -v rc="$rc" -v a="$t0" -v b="$EPOCHREALTIME" \
     'BEGIN { printf "%d %.2f\n", rc, b - a }' >"$LOGDIR/$n.rc"
@@ -111,9 +124,22 @@ done
   # keep the times of the tests a filtered run left out
   for n in "${!prev[@]}"; do [ -n "${took[$n]:-}" ] || printf '%s %s\n' "${prev[$n]}" "$n"; done
 } | sort -k1,1nr >"$LOGDIR/times.txt.new" && mv "$LOGDIR/times.txt.new" "$LOGDIR/times.txt"
+cc_note() { # name: what its nvcc commands did, from NAME.cc
+  [ -s "$LOGDIR/$1.cc" ] || return 0
+  awk '{ n[$1]++; t[$1] += $2 } END {
+    printf " (cuco cc: %d compiled in %.0f s, %d from the cache)", n["miss"] + n["fail"] + n["uncached"],
+      t["miss"] + t["fail"] + t["uncached"], n["hit"] }' "$LOGDIR/$1.cc"
+}
 echo "slowest:"
 for n in "${names[@]}"; do printf '%s %s\n' "${took[$n]}" "$n"; done |
-  sort -k1,1nr | head -8 | while read -r s n; do printf '  %7.1f s  %s\n' "$s" "$n"; done
+  sort -k1,1nr | head -8 | while read -r s n; do
+    printf '  %7.1f s  %s%s\n' "$s" "$n" "$(cc_note "$n")"; done
+# what the shared object cache saved (cuco cc's log; cuco eval's builds
+# are not in it)
+cat "$LOGDIR"/*.cc 2>/dev/null | awk '{ n[$1]++; t[$1] += $2 } END {
+  if (n["miss"] + n["hit"] + n["fail"] + n["uncached"] > 0)
+    printf "nvcc via cuco cc: %d compiled (%.0f s), %d from the cache, %d failed (%.0f s), %d uncached\n",
+      n["miss"], t["miss"], n["hit"], n["fail"], t["fail"], n["uncached"] }'
 # the failures again at the end: CI shows the tail of this output
 for n in "${failed_names[@]}"; do
   echo "failed: $n"

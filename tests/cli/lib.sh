@@ -69,3 +69,24 @@ check_cheats() {
   if diff -r "$TMP/mkwl/cheats" "$wl/cheats" >"$TMP/mk.diff"; then ok "tools/make_cheats.py reproduces cheats/"
   else not_ok "tools/make_cheats.py reproduces cheats/" "$(head -5 "$TMP/mk.diff") $(cat "$TMP/mk.log")"; fi
 }
+
+# nvcc through cuco's object cache (`cuco cc`, src/objcache.c): tests/run.sh
+# gives the whole suite one fresh cache (CUCO_TEST_CACHE), so a translation
+# unit that several tests compile with the same flags is compiled once per
+# run and replayed (its object, warnings and all) to the others.  A test run
+# alone gets a cache of its own.  CCW is the prefix of a cached command.
+CC_CACHE=${CUCO_TEST_CACHE:-$TMP/cc-cache}
+if [ -x "$CUCO" ]; then CCW=("$CUCO" cc --cache-dir "$CC_CACHE" --); else CCW=(); fi
+# nv_wl W [DEFS...] -- SRC OBJ: compile SRC of workload folder W (relative
+# to the checkout, as scripts/cuda-compile.sh does it; W "" for a runtime
+# file) with exactly the
+# flags of `make cuda`, so the compile is shared with t0601's; runs in $ROOT.
+nv_wl() {
+  local w=$1 defs=(); shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do defs+=("$1"); shift; done
+  shift
+  local inc=(-Iruntime)
+  [ -n "${CUCO_NCCL_INCLUDE:-}" ] && inc+=(-I"$CUCO_NCCL_INCLUDE")
+  (cd "$ROOT" && "${CCW[@]}" "${NVCC:-nvcc}" -arch="${CUCO_ARCH:-sm_90}" -std=c++17 -O2 \
+    "${inc[@]}" ${w:+-I"$w"} "${defs[@]}" -diag-suppress 177 -c "$1" -o "$2")
+}

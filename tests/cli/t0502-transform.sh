@@ -4,7 +4,7 @@
 # that does not compile, the judge's diagnosis, the fixed stage 2, the
 # EVOLVE marking.  Without a GPU the candidates are compiled, not run.
 . "$(dirname "$0")/lib.sh"
-export CUCO_ROOT=$ROOT CUCO_CACHE_DIR=$ROOT/${BUILD:-build}/cuco-cache
+export CUCO_ROOT=$ROOT CUCO_CACHE_DIR=${CUCO_TEST_CACHE:-$ROOT/${BUILD:-build}/cuco-cache}
 export CUCO_LLM_PROVIDER=openai CUCO_LLM_MODEL=gpt-4.1-2025-04-14
 unset CUCO_LLM_API_KEY_ENV
 

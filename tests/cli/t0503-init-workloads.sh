@@ -5,7 +5,7 @@
 # (`cuco eval . --impl baseline.cu --compile-only`, run in the folder) builds
 # it.  The build needs nvcc and NCCL headers (CI has both; skipped without).
 . "$(dirname "$0")/lib.sh"
-export CUCO_CACHE_DIR=$ROOT/${BUILD:-build}/cuco-cache
+export CUCO_CACHE_DIR=${CUCO_TEST_CACHE:-$ROOT/${BUILD:-build}/cuco-cache}
 
 for wl in gemm_allgather kv_transfer flash_attn_cp moe_dsv3; do
   src=$ROOT/workloads/$wl

@@ -11,7 +11,7 @@ if ! [ -x "$NVCC" ]; then
 fi
 INC=(-I"$ROOT/runtime" -I"$ROOT/tests/gpu")
 [ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
-NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
+NV=("${CCW[@]}" "$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
 # FE: front end only (nvcc -cuda: full C++ parse and template instantiation of
 # host and device code, no ptxas/host compile) for checks that only need
 # "compiles" or "fails with this message"; -c (everything) for the main TUs.
@@ -49,7 +49,7 @@ done
 # seed and cheats (as they appear) in virtual mode.
 WINC=(-I"$ROOT/workloads/gemm_allgather")
 expect_rc "runtime/rt_vranks.cu compiles (-DCUCO_VRANKS)" 0 \
-  "${NV[@]}" -DCUCO_VRANKS -c "$ROOT/runtime/rt_vranks.cu" -o "$TMP/rt_vranks.o"
+  nv_wl "" -DCUCO_VRANKS -- runtime/rt_vranks.cu "$TMP/rt_vranks.o"
 for f in rt_ctx rt_main; do
   expect_rc "runtime/$f.cu hooks compile (-DCUCO_VRANKS)" 0 \
     fe "$TMP/$f.ii" -DCUCO_VRANKS "$ROOT/runtime/$f.cu"
@@ -62,10 +62,12 @@ expect_rc "its barrier-less cheat compiles (-DCUCO_VRANKS)" 0 \
   fe "$TMP/vagc.ii" "${WINC[@]}" -DCUCO_VRANKS -DVR_CHEAT=1 "$G/vranks_gemm_ag.cu"
 # Seeds fully (-c); cheats through the front end (all that the emulation
 # can break: names, signatures, static_asserts).
+# (with make cuda's flags: the workload tests compile the same, lib.sh nv_wl)
 for f in "$ROOT"/workloads/*/seed.cu; do
   [ -f "$f" ] || continue
-  expect_rc "${f#"$ROOT"/} compiles (-DCUCO_VRANKS)" 0 \
-    "${NV[@]}" -I"$(dirname "$f")" -DCUCO_VRANKS -c "$f" -o "$TMP/wl.o"
+  f=${f#"$ROOT"/}
+  expect_rc "$f compiles (-DCUCO_VRANKS)" 0 \
+    nv_wl "$(dirname "$f")" -DCUCO_VRANKS -- "$f" "$TMP/wl.o"
 done
 for f in "$ROOT"/workloads/*/cheats/*.cu; do
   [ -f "$f" ] || continue

@@ -35,14 +35,19 @@ if ! [ -x "$NVCC" ]; then
 fi
 INC=(-I"$ROOT/runtime" -I"$WL")
 [ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
-NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
+NV=("${CCW[@]}" "$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
 cc() {  # NAME SRC [FLAGS...]
   local name=$1 src=$2; shift 2
   expect_rc "$name compiles" 0 "${NV[@]}" "$@" -c "$src" -o "$TMP/o.o"
 }
-cc "reference.cu" "$WL/reference.cu"
-cc "baseline.cu (A, deferred)" "$WL/baseline.cu"
-cc "baseline_streamed.cu (B)" "$WL/baseline_streamed.cu"
+W=workloads/kv_transfer
+cw() {  # NAME SRC [FLAGS...]: make cuda's flags, shared with t0601 (lib.sh)
+  local name=$1 src=$2; shift 2
+  expect_rc "$name compiles" 0 nv_wl "$W" "$@" -- "$src" "$TMP/o.o"
+}
+cw "reference.cu" "$W/reference.cu"
+cw "baseline.cu (A, deferred)" "$W/baseline.cu"
+cw "baseline_streamed.cu (B)" "$W/baseline_streamed.cu"
 cc "tools/compute_only.cu" "$WL/tools/compute_only.cu"
 cc "seed.cu (its directives)" "$WL/seed.cu"
 expect_no_grep "seed.cu builds without warnings" "$TMP/err" "warning"
@@ -71,9 +76,9 @@ expect_rc "seed.cu refuses pull on the GIN backend" 1 \
   "${NV[@]}" -DCUCO_BACKEND=2 -DCUCO_PARAM_direction=pull -c "$WL/seed.cu" -o "$TMP/o.o"
 expect_grep "the GIN refusal names the reason" "$TMP/err" "are LSA designs"
 expect_no_grep "per_tile builds without warnings" "$TMP/ptxas_tile.log" "warning"
-for c in "$WL"/cheats/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
+for c in "$W"/cheats/*.cu; do cw "cheats/$(basename "$c")" "$c"; done
 if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
-  cc "seed.cu in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS
+  cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
   cc "seed.cu split per_chunk in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \
     -DCUCO_PLACEMENT=3 -DCUCO_SYNC=3
   cc "seed.cu pull split in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \

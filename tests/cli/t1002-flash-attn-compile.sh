@@ -77,7 +77,7 @@ if ! [ -x "$NVCC" ]; then
 fi
 INC=(-I"$ROOT/runtime" -I"$WL")
 [ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
-NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
+NV=("${CCW[@]}" "$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
 # Two compilers at a time (CI has 2 cores); results are collected in order.
 nj=0
 cc() {  # NAME SRC [FLAGS...]
@@ -87,6 +87,14 @@ cc() {  # NAME SRC [FLAGS...]
   ("${NV[@]}" "$@" -c "$src" -o "$TMP/cc.$nj.o" >"$TMP/cc.$nj.log" 2>&1; echo $? >"$TMP/cc.$nj.rc") &
   while [ "$(jobs -rp | wc -l)" -ge 2 ]; do sleep 0.2; done
 }
+W=workloads/flash_attn_cp
+cw() {  # NAME SRC [FLAGS...]: cc with make cuda's flags, shared with t0601 (lib.sh)
+  local name=$1 src=$2; shift 2
+  nj=$((nj + 1))
+  echo "$name" >"$TMP/cc.$nj.name"
+  (nv_wl "$W" "$@" -- "$src" "$TMP/cc.$nj.o" >"$TMP/cc.$nj.log" 2>&1; echo $? >"$TMP/cc.$nj.rc") &
+  while [ "$(jobs -rp | wc -l)" -ge 2 ]; do sleep 0.2; done
+}
 cc_collect() {
   wait
   for i in $(seq 1 "$nj"); do
@@ -94,20 +102,20 @@ cc_collect() {
     else not_ok "$(cat "$TMP/cc.$i.name") compiles" "$(head -c 500 "$TMP/cc.$i.log")"; fi
   done
 }
-cc "reference.cu" "$WL/reference.cu"
-cc "baseline.cu (A)" "$WL/baseline.cu"
-cc "baseline_overlap.cu (B)" "$WL/baseline_overlap.cu"
-cc "baseline_allgather.cu (C)" "$WL/baseline_allgather.cu"
-cc "seed.cu (its directives)" "$WL/seed.cu"
+cw "reference.cu" "$W/reference.cu"
+cw "baseline.cu (A)" "$W/baseline.cu"
+cw "baseline_overlap.cu (B)" "$W/baseline_overlap.cu"
+cw "baseline_allgather.cu (C)" "$W/baseline_allgather.cu"
+cw "seed.cu (its directives)" "$W/seed.cu"
 cc "seed.cu allgather warp issuer 16 CTAs" "$WL/seed.cu" -DCUCO_PARAM_pattern=allgather \
   -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16
 cc "seed.cu thread issuer slots=3 64KiB" "$WL/seed.cu" -DCUCO_ISSUER=1 -DCUCO_PARAM_slots=3 \
   -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_copy_threads=128
-cc "seed.cu GIN path" "$WL/seed.cu" -DCUCO_BACKEND=2
+cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_v2
 expect_rc "seed.cu refuses placement=split" 1 "${NV[@]}" -DCUCO_PLACEMENT=3 -c "$WL/seed.cu" -o "$TMP/o.o"
 expect_grep "split refusal names the reason" "$TMP/err" "placement=deferred only"
-for c in "$WL"/cheats/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
-cc "seed.cu in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS
+for c in "$W"/cheats/*.cu; do cw "cheats/$(basename "$c")" "$c"; done
+cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
 cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
 cc "cheats/stale_slot.cu in virtual-rank mode" "$WL/cheats/stale_slot.cu" -DCUCO_VRANKS
 cc "tools/plan_check.cu" "$WL/tools/plan_check.cu"

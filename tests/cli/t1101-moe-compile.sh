@@ -52,7 +52,7 @@ if ! [ -x "$NVCC" ]; then
 fi
 INC=(-I"$ROOT/runtime" -I"$WL")
 [ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
-NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}" -diag-suppress 177)
+NV=("${CCW[@]}" "$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}" -diag-suppress 177)
 expect_rc "seed.cu refuses placement=per_tile (not implemented)" 1 \
   "${NV[@]}" -DCUCO_PLACEMENT=2 -c "$WL/seed.cu" -o "$TMP/pt.o"
 expect_grep "per_tile refusal names the reason" "$TMP/err" "only placement=deferred is implemented"
@@ -63,17 +63,24 @@ cc() {  # NAME SRC [FLAGS...]: compile in the background, two at a time
   ("${NV[@]}" "$@" -c "$src" -o "$TMP/o$i.o" >"$TMP/log$i" 2>&1; echo $? >"$TMP/rc$i") &
   [ $(((i + 1) % 2)) -eq 0 ] && wait
 }
-cc "reference.cu" "$WL/reference.cu"
-cc "baseline.cu (A)" "$WL/baseline.cu"
-cc "baseline_overlap.cu (B)" "$WL/baseline_overlap.cu"
+W=workloads/moe_dsv3
+cw() {  # NAME SRC [FLAGS...]: cc with make cuda's flags, shared with t0601 (lib.sh)
+  local name=$1 src=$2 i=${#jobs_list[@]}; shift 2
+  jobs_list+=("$name")
+  (nv_wl "$W" "$@" -- "$src" "$TMP/o$i.o" >"$TMP/log$i" 2>&1; echo $? >"$TMP/rc$i") &
+  [ $(((i + 1) % 2)) -eq 0 ] && wait
+}
+cw "reference.cu" "$W/reference.cu"
+cw "baseline.cu (A)" "$W/baseline.cu"
+cw "baseline_overlap.cu (B)" "$W/baseline_overlap.cu"
 cc "seed.cu (its directives)" "$WL/seed.cu" -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16
-cc "seed.cu GIN path" "$WL/seed.cu" -DCUCO_BACKEND=2
+cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_v2
 cc "seed.cu 32 CTAs of 1024 threads" "$WL/seed.cu" -DCUCO_PARAM_comm_ctas=32 -DCUCO_PARAM_disp_threads=1024
 if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
-  cc "seed.cu in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS
+  cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
   cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
 fi
-for c in "$WL"/cheats/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
+for c in "$W"/cheats/*.cu; do cw "cheats/$(basename "$c")" "$c"; done
 cc "tools/gemm_bench.cu" "$WL/tools/gemm_bench.cu"
 wait
 for i in "${!jobs_list[@]}"; do

@@ -113,9 +113,10 @@ if ! [ -x "$NVCC" ]; then
 fi
 INC=(-I"$ROOT/runtime" -I"$WL")
 [ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
-NV=("$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
-expect_rc "rt_judge.cu compiles (real ranks)" 0 "${NV[@]}" -c "$ROOT/runtime/rt_judge.cu" -o "$TMP/j.o"
-expect_rc "rt_vranks.cu compiles (virtual ranks)" 0 "${NV[@]}" -DCUCO_VRANKS -c "$ROOT/runtime/rt_vranks.cu" -o "$TMP/v.o"
+NV=("${CCW[@]}" "$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
+# (make cuda's flags: t0601 and t0701 compile the same, lib.sh nv_wl)
+expect_rc "rt_judge.cu compiles (real ranks)" 0 nv_wl "" -- runtime/rt_judge.cu "$TMP/j.o"
+expect_rc "rt_vranks.cu compiles (virtual ranks)" 0 nv_wl "" -DCUCO_VRANKS -- runtime/rt_vranks.cu "$TMP/v.o"
 for c in no_wait order_race regen_peers; do
   expect_rc "cheat $c compiles with -DCUCO_VRANKS" 0 "${NV[@]}" -DCUCO_VRANKS -c "$WL/cheats/$c.cu" -o "$TMP/c.o"
 done

@@ -75,7 +75,8 @@ printf '[workload]\nname = sh\nkind = freeform\nranks = 1\nseed = seed.sh\n[size
 printf '#!/bin/sh\n# EVOLVE-BLOCK-START\n# EVOLVE-BLOCK-END\necho "{\\"time_ms\\": 1.0, \\"ok\\": true}"\n' >"$TMP/sh/seed.sh"
 expect_rc "a script program evaluates" 0 "$CUCO" eval "$TMP/sh" --no-bench
 expect_grep "its allowlist is skipped, visibly" "$TMP/out" "allowlist skipped \(seed.bin is not an ELF program: nothing to judge\)"
-unset CUCO_CACHE_DIR
+# the suite's object cache (tests/run.sh), else the default one
+if [ -n "${CUCO_TEST_CACHE:-}" ]; then export CUCO_CACHE_DIR=$CUCO_TEST_CACHE; else unset CUCO_CACHE_DIR; fi
 
 # gemm_allgather at --compile-only: the runtime's internals and raw system
 # calls (the default object cache: t0103 compiled the runtime already)

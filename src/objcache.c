@@ -1,0 +1,412 @@
+/* objcache.c - content-addressed compiler output cache; see objcache.h. */
+#define _GNU_SOURCE
+#include "objcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "buf.h"
+
+#define MANIFEST_MAX (4u << 20)    /* 4 MiB of input names */
+#define ENTRY_MAX    (1024u << 20) /* 1 GiB: an object is a few MiB */
+#define MAGIC_M      "cuco-objcache-manifest 1\n"
+#define MAGIC_O      "cuco-objcache-entry 1"
+
+/* mkdir -p with mode; 0 or ERR_IO. */
+static int mkdirs(const char *path, mode_t mode, struct err *e)
+{
+  char p[OBJCACHE_PATH];
+  size_t i;
+
+  if (strlen(path) >= sizeof(p))
+    return err_set(e, ERR_IO, "cache path too long: %.80s", path);
+  snprintf(p, sizeof(p), "%s", path);
+  for (i = 1; p[i]; i++) {
+    if (p[i] != '/')
+      continue;
+    p[i] = '\0';
+    if (mkdir(p, 0755) && errno != EEXIST)
+      return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
+    p[i] = '/';
+  }
+  if (mkdir(p, mode) && errno != EEXIST)
+    return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
+  return 0;
+}
+
+/* The whole file, malloc'd with a NUL after it; NULL when missing,
+ * unreadable or over max. */
+static char *slurp(const char *path, size_t max, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  struct stat st;
+  char *p;
+
+  if (!f)
+    return NULL;
+  if (fstat(fileno(f), &st) || st.st_size < 0 || (size_t)st.st_size > max) {
+    fclose(f);
+    return NULL;
+  }
+  p = malloc((size_t)st.st_size + 1);
+  if (p && fread(p, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+    free(p);
+    p = NULL;
+  }
+  fclose(f);
+  if (!p)
+    return NULL;
+  p[st.st_size] = '\0';
+  *len = (size_t)st.st_size;
+  return p;
+}
+
+/* xxhash and size of a file's text; 0 or -1 when it cannot be read. */
+static int hash_file(const char *path, unsigned long long *h,
+                     unsigned long long *size)
+{
+  char chunk[65536];
+  XXH64_state_t *st;
+  FILE *f = fopen(path, "rb");
+  size_t r;
+
+  if (!f)
+    return -1;
+  st = XXH64_createState();
+  if (!st) {
+    fclose(f);
+    return -1;
+  }
+  XXH64_reset(st, 0);
+  *size = 0;
+  while ((r = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+    XXH64_update(st, chunk, r);
+    *size += r;
+  }
+  r = (size_t)ferror(f);
+  fclose(f);
+  *h = XXH64_digest(st);
+  XXH64_freeState(st);
+  return r ? -1 : 0;
+}
+
+void objcache_tmp(const struct objcache *c, const char *suffix, char *out,
+                  size_t n)
+{
+  static unsigned seq;
+  unsigned k = __atomic_fetch_add(&seq, 1, __ATOMIC_SEQ_CST);
+
+  snprintf(out, n, "%s/tmp/%s.%ld.%u%s", c->dir, c->key, (long)getpid(), k,
+           suffix);
+}
+
+/* Write the parts to path through a temporary name and rename(). */
+static int write_atomic(const struct objcache *c, const char *path,
+                        const void *const *parts, const size_t *lens,
+                        int nparts, struct err *e)
+{
+  char tmp[OBJCACHE_PATH + 64];
+  FILE *f;
+  int i, bad = 0;
+
+  objcache_tmp(c, ".w", tmp, sizeof(tmp));
+  f = fopen(tmp, "wb");
+  if (!f)
+    return err_set(e, ERR_IO, "%s: %s", tmp, strerror(errno));
+  for (i = 0; i < nparts; i++)
+    if (lens[i] && fwrite(parts[i], 1, lens[i], f) != lens[i])
+      bad = 1;
+  if (fclose(f) || bad) {
+    unlink(tmp);
+    return err_set(e, ERR_IO, "write %s: %s", tmp, strerror(errno));
+  }
+  if (rename(tmp, path)) {
+    int er = errno;
+    unlink(tmp);
+    return err_set(e, ERR_IO, "rename %s: %s", path, strerror(er));
+  }
+  return 0;
+}
+
+int objcache_open(struct objcache *c, const char *dir, const char *ident,
+                  const char *const *kargv, int kargc, const char *src,
+                  struct err *e)
+{
+  static const char *const sub[] = {"m", "o", "tmp", "lock"};
+  XXH64_state_t *st;
+  char p[OBJCACHE_PATH + 16], cwd[OBJCACHE_PATH];
+  size_t i;
+  int rc;
+
+  memset(c, 0, sizeof(*c));
+  c->lock_fd = -1;
+  if (strlen(dir) >= sizeof(c->dir) - 16)
+    return err_set(e, ERR_IO, "cache path too long: %.80s", dir);
+  snprintf(c->dir, sizeof(c->dir), "%s", dir);
+  if ((rc = mkdirs(dir, 0700, e)))
+    return rc;
+  for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+    snprintf(p, sizeof(p), "%s/%s", dir, sub[i]);
+    if ((rc = mkdirs(p, 0700, e)))
+      return rc;
+  }
+  if (!getcwd(cwd, sizeof(cwd)))
+    cwd[0] = '\0';
+  st = XXH64_createState();
+  if (!st)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  XXH64_reset(st, 0x6f626a63u);
+  XXH64_update(st, MAGIC_M, sizeof(MAGIC_M));
+  XXH64_update(st, ident, strlen(ident) + 1);
+  XXH64_update(st, cwd, strlen(cwd) + 1);
+  for (i = 0; i < (size_t)kargc; i++)
+    XXH64_update(st, kargv[i], strlen(kargv[i]) + 1);
+  if (src) {
+    unsigned long long h, size;
+    if (hash_file(src, &h, &size)) {
+      XXH64_freeState(st);
+      return err_set(e, ERR_IO, "%s: %s", src, strerror(errno));
+    }
+    XXH64_update(st, &h, sizeof(h));
+    XXH64_update(st, &size, sizeof(size));
+    snprintf(c->src, sizeof(c->src), "%s", src);
+  }
+  snprintf(c->key, sizeof(c->key), "%016llx",
+           (unsigned long long)XXH64_digest(st));
+  XXH64_freeState(st);
+  return 0;
+}
+
+/* The entry named by the manifest while every input it lists still has
+ * the same text; 0 and name[0] = '\0' otherwise. */
+static void current_entry(const struct objcache *c, char *name, size_t n)
+{
+  char p[OBJCACHE_PATH + 32], *m, *line, *next;
+  size_t len;
+  int ok = 1;
+
+  name[0] = '\0';
+  snprintf(p, sizeof(p), "%s/m/%s", c->dir, c->key);
+  m = slurp(p, MANIFEST_MAX, &len);
+  if (!m)
+    return;
+  if (strncmp(m, MAGIC_M, sizeof(MAGIC_M) - 1)) {
+    free(m);
+    return;
+  }
+  line = m + sizeof(MAGIC_M) - 1;
+  next = strchr(line, '\n');
+  if (!next || next - line != 16) {
+    free(m);
+    return;
+  }
+  *next = '\0';
+  snprintf(name, n, "%s", line);
+  for (line = next + 1; ok && *line; line = next) {
+    unsigned long long want_h, want_s, h, s;
+    int off = 0;
+    next = strchr(line, '\n');
+    if (!next) {
+      ok = 0;
+      break;
+    }
+    *next++ = '\0';
+    if (sscanf(line, "%16llx %llu %n", &want_h, &want_s, &off) != 2 || !off) {
+      ok = 0;
+      break;
+    }
+    if (hash_file(line + off, &h, &s) || h != want_h || s != want_s)
+      ok = 0;
+  }
+  free(m);
+  if (!ok)
+    name[0] = '\0';
+}
+
+int objcache_get(struct objcache *c, const char *out_path, struct buf *out,
+                 struct buf *err, struct err *e)
+{
+  char name[32], p[OBJCACHE_PATH + 32];
+  unsigned long long outlen, errlen, objlen, objhash;
+  char *d;
+  size_t len;
+  int hdr = 0;
+
+  current_entry(c, name, sizeof(name));
+  if (!name[0])
+    return 0;
+  snprintf(p, sizeof(p), "%s/o/%s", c->dir, name);
+  d = slurp(p, ENTRY_MAX, &len);
+  if (!d)
+    return 0;
+  if (sscanf(d, MAGIC_O " %llu %llu %llu %16llx\n%n", &outlen, &errlen,
+             &objlen, &objhash, &hdr) != 4 ||
+      !hdr || (size_t)hdr + outlen + errlen + objlen != len ||
+      XXH64(d + hdr + outlen + errlen, objlen, 0) != objhash) {
+    /* truncated or corrupted: not trusted, rebuilt by the caller */
+    free(d);
+    unlink(p);
+    return 0;
+  }
+  {
+    const void *parts[1] = {d + hdr + outlen + errlen};
+    size_t lens[1] = {objlen};
+    char tmp[OBJCACHE_PATH + 64];
+    int rc;
+    snprintf(tmp, sizeof(tmp), "%s.objcache%ld", out_path, (long)getpid());
+    {
+      FILE *f = fopen(tmp, "wb");
+      int bad = !f;
+      if (f && objlen && fwrite(parts[0], 1, lens[0], f) != lens[0])
+        bad = 1;
+      if (f && fclose(f))
+        bad = 1;
+      rc = bad || rename(tmp, out_path)
+               ? err_set(e, ERR_IO, "write %s: %s", out_path, strerror(errno))
+               : 0;
+      if (rc)
+        unlink(tmp);
+    }
+    if (rc) {
+      free(d);
+      return rc;
+    }
+  }
+  if (out)
+    (void)buf_append(out, d + hdr, outlen);
+  if (err)
+    (void)buf_append(err, d + hdr + outlen, errlen);
+  free(d);
+  return 1;
+}
+
+/* Next file name of a make-style dependency list: blanks separate names,
+ * "\ " is a blank inside one, a backslash-newline is a blank.  Returns
+ * the name's length in out (0 at the end). */
+static size_t dep_next(const char **pp, char *out, size_t n)
+{
+  const char *p = *pp;
+  size_t k = 0;
+
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ||
+         (*p == '\\' && (p[1] == '\n' || p[1] == '\r')))
+    p += *p == '\\' ? 2 : 1;
+  while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+    if (*p == '\\' && p[1] == ' ')
+      p++;
+    else if (*p == '\\' && (p[1] == '\n' || p[1] == '\r'))
+      break;
+    if (k + 1 < n)
+      out[k++] = *p;
+    p++;
+  }
+  out[k] = '\0';
+  *pp = p;
+  return k;
+}
+
+int objcache_put(struct objcache *c, const char *depfile, const char *obj,
+                 const char *out, size_t outlen, const char *err,
+                 size_t errlen, struct err *e)
+{
+  struct buf man = BUF_INIT(MANIFEST_MAX);
+  char *deps = NULL, *o = NULL, name[OBJCACHE_PATH], hdr[160];
+  char path[OBJCACHE_PATH + 32], ent[17];
+  const char *p;
+  unsigned long long h, s;
+  size_t dlen, olen;
+  int rc = 0, ndeps = 0;
+
+  deps = slurp(depfile, MANIFEST_MAX, &dlen);
+  if (!deps) {
+    rc = err_set(e, ERR_IO, "no dependency list %s", depfile);
+    goto out;
+  }
+  /* the target ("obj :"), then the inputs */
+  p = strstr(deps, ": ");
+  if (!p)
+    p = strstr(deps, ":\n");
+  if (!p) {
+    rc = err_set(e, ERR_PARSE, "%s: no ':' in the dependency list", depfile);
+    goto out;
+  }
+  p++;
+  (void)buf_puts(&man, MAGIC_M);
+  (void)buf_puts(&man, "0000000000000000\n"); /* the entry, set below */
+  while (dep_next(&p, name, sizeof(name))) {
+    if (c->src[0] && !strcmp(name, c->src))
+      continue; /* its text is in the key */
+    if (strchr(name, '\n') || hash_file(name, &h, &s)) {
+      rc = err_set(e, ERR_IO, "input %s cannot be read", name);
+      goto out;
+    }
+    (void)buf_printf(&man, "%016llx %llu %s\n", h, s, name);
+    ndeps++;
+  }
+  if (buf_error(&man)) {
+    rc = err_set(e, ERR_TOOBIG, "%s: too many inputs", depfile);
+    goto out;
+  }
+  o = slurp(obj, ENTRY_MAX, &olen);
+  if (!o) {
+    rc = err_set(e, ERR_IO, "%s: unreadable or too large", obj);
+    goto out;
+  }
+  /* the entry's name: the key and every input's text */
+  snprintf(ent, sizeof(ent), "%016llx",
+           (unsigned long long)XXH64(buf_str(&man), man.len,
+                                     strtoull(c->key, NULL, 16)));
+  memcpy(man.data + sizeof(MAGIC_M) - 1, ent, 16);
+  snprintf(hdr, sizeof(hdr), MAGIC_O " %zu %zu %zu %016llx\n", outlen, errlen,
+           olen, (unsigned long long)XXH64(o, olen, 0));
+  {
+    const void *parts[4] = {hdr, out, err, o};
+    size_t lens[4] = {strlen(hdr), outlen, errlen, olen};
+    snprintf(path, sizeof(path), "%s/o/%s", c->dir, ent);
+    if ((rc = write_atomic(c, path, parts, lens, 4, e)))
+      goto out;
+  }
+  {
+    const void *parts[1] = {man.data};
+    size_t lens[1] = {man.len};
+    snprintf(path, sizeof(path), "%s/m/%s", c->dir, c->key);
+    rc = write_atomic(c, path, parts, lens, 1, e);
+  }
+  (void)ndeps;
+out:
+  free(deps);
+  free(o);
+  buf_release(&man);
+  return rc;
+}
+
+int objcache_lock(struct objcache *c, struct err *e)
+{
+  char p[OBJCACHE_PATH + 32];
+
+  snprintf(p, sizeof(p), "%s/lock/%s", c->dir, c->key);
+  c->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (c->lock_fd < 0)
+    return err_set(e, ERR_IO, "%s: %s", p, strerror(errno));
+  while (flock(c->lock_fd, LOCK_EX))
+    if (errno != EINTR) {
+      close(c->lock_fd);
+      c->lock_fd = -1;
+      return err_set(e, ERR_IO, "flock %s: %s", p, strerror(errno));
+    }
+  return 0;
+}
+
+void objcache_unlock(struct objcache *c)
+{
+  if (c->lock_fd >= 0)
+    close(c->lock_fd);
+  c->lock_fd = -1;
+}
