@@ -455,13 +455,16 @@ static void summary(struct evolve *s)
   char gpu[256] = "no GPU", wall[80], where[1200];
   const json_t *g = s->machine ? json_object_get(s->machine, "gpus") : NULL;
   const json_t *g0 = g ? json_array_get(json_object_get(g, "list"), 0) : NULL;
-  int ok = 0, failed = 0, rejected = 0, pending = 0, n = 0;
+  int ok = 0, failed = 0, rejected = 0, pending = 0, n = 0, copies = 0;
+  char copied[96] = "";
   size_t i;
 
   for (i = 0; i < s->nm; i++) {
     const struct db_program *p = &s->m[i]->p;
-    if (p->edit_kind && !strcmp(p->edit_kind, "migrate"))
+    if (p->edit_kind && !strcmp(p->edit_kind, "migrate")) {
+      copies++; /* not candidates: the report counts them apart too */
       continue;
+    }
     n++;
     if (!p->status)
       continue;
@@ -522,9 +525,12 @@ static void summary(struct evolve *s)
            best->p.edit_kind ? best->p.edit_kind : "?", where);
   if (best && best->p.directives_json)
     printf("best directives: %s\n", best->p.directives_json);
+  if (copies)
+    snprintf(copied, sizeof(copied), " + %d migrate cop%s (not evaluated)",
+             copies, copies == 1 ? "y" : "ies");
   printf("candidates: %d (%d correct, %d failed, %d rejected before "
-         "evaluation%s); LLM: %s, $%.4f; wall %s\n",
-         n, ok, failed, rejected, pending ? ", some unfinished" : "",
+         "evaluation%s)%s; LLM: %s, $%.4f; wall %s\n",
+         n, ok, failed, rejected, pending ? ", some unfinished" : "", copied,
          s->use_llm ? "yes" : "none (offline tuner)", s->run.spent_usd, wall);
   if (s->confirm_text)
     fputs(s->confirm_text, stdout);

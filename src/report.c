@@ -30,7 +30,9 @@ static const char CSS[] =
     "fill-opacity:.25}.node.running,.node.pending{fill-opacity:.3;"
     "stroke:#555;stroke-dasharray:2 2}.tick{font-size:10px}"
     ".label{font-size:12px}.note{color:#666}"
-    ".nid{font-size:8px;fill:#555}.legend{font-size:11px;fill:#333}";
+    ".nid{font-size:8px;fill:#555}.legend{font-size:11px;fill:#333}"
+    ".pt.migrate{fill:#fff;stroke:#777;stroke-width:1.2}"
+    ".best-ring{fill:none;stroke:#111;stroke-width:1.8}";
 
 static double num(const json_t *o, const char *k)
 {
@@ -329,6 +331,13 @@ static void summary(struct buf *o, enum report_format f, const json_t *run,
            num(c, "total"), fmax(num(c, "ok"), 0), fmax(num(c, "failed"), 0),
            fmax(num(c, "rejected"), 0), fmax(num(c, "pending"), 0),
            fmax(num(c, "running"), 0));
+  if (num(c, "migrated") > 0) {
+    size_t vl = strlen(v);
+    snprintf(v + vl, sizeof v - vl,
+             "; besides, %.0f migrate cop%s (a program copied to another "
+             "island, not evaluated again)",
+             num(c, "migrated"), num(c, "migrated") == 1 ? "y" : "ies");
+  }
   row(o, f, "candidates", v);
   snprintf(v, sizeof v, "#%.0f", num(seed, "id"));
   row(o, f, "seed program", seed ? v : "-");
@@ -452,7 +461,7 @@ static int html_page(struct rundb *db, const json_t *run, const json_t *seed,
   buf_puts(o, "<section id=\"scores\"><h2>Score over candidates per "
               "island</h2>\n<div class=\"scroll\">");
   if ((rc =
-           figure(charts_scores(json_object_get(plot, "points"), o, e), o, e)))
+           figure(charts_scores(json_object_get(plot, "points"), best, o, e), o, e)))
     goto out;
   buf_puts(o, "</div></section>\n<section id=\"lineage\"><h2>Lineage</h2>"
               "<p class=\"note\">One row per generation; dashed edges lead "
