@@ -180,7 +180,7 @@ static int measure_baseline(struct evolve *s, const char *name,
 {
   struct eval_opts eo;
   struct eval_result r;
-  char path[WORKLOAD_PATH + 200], *code;
+  char path[WORKLOAD_PATH + 200], *code, note[256];
   int rc;
 
   *metrics = NULL;
@@ -203,6 +203,12 @@ static int measure_baseline(struct evolve *s, const char *name,
   printf("baseline %s: evaluating...\n", name);
   fflush(stdout);
   rc = eval_candidate(&eo, code, &r, e);
+  if (!rc && search_noise_watch(s, &eo, code, &r, note, sizeof(note))) {
+    /* the bar divides every speedup: its noise is watched as a
+     * candidate's is, and named in the summary and the report */
+    printf("baseline %s: %s\n", name, note);
+    search_noise_note(s, "the bar's baseline %s: %s", name, note);
+  }
   free(code);
   if (rc || strcmp(r.status, "ok") || !r.metrics)
     log_warn("evolve: baseline %s: %s; it is not part of the bar", name,
@@ -251,6 +257,16 @@ static int run_baseline(struct evolve *s, struct err *e)
     log_warn("evolve: no bar baseline passed; speedups are relative to the "
              "seed");
     goto out;
+  }
+  /* what the noise watch did to the bar at each size (the report shows
+   * it) */
+  json_object_foreach(out, k, v)
+  {
+    for (i = 0; i < n && strcmp(names[i], bar_name(out, k) ?: ""); i++)
+      ;
+    if (i < n && json_object_get(metrics[i], "noise_watch"))
+      json_object_set(v, "noise_watch",
+                      json_object_get(metrics[i], "noise_watch"));
   }
   txt = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
   if (!txt) {
@@ -534,6 +550,8 @@ static void summary(struct evolve *s)
          s->use_llm ? "yes" : "none (offline tuner)", s->run.spent_usd, wall);
   if (s->confirm_text)
     fputs(s->confirm_text, stdout);
+  if (s->noise_text)
+    fputs(s->noise_text, stdout);
   if (s->n_noisy)
     printf("noise: %d measurement%s spread beyond %.0f%% of the median and "
            "%s measured again\n",
@@ -794,6 +812,7 @@ static void evolve_free(struct evolve *s)
   free(s->queue);
   free(s->seed_code);
   free(s->confirm_text);
+  free(s->noise_text);
   db_run_release(&s->run);
   db_close(s->db);
   llm_pool_free(s->pool);
