@@ -305,10 +305,10 @@ static int watch_text(char *out, size_t n, const json_t *w)
 {
   double kept = num(w, "kept_rel"), thr = num(w, "threshold");
 
-  return snprintf(out, n, "+-%.1f%% > %.0f%%, measured again (kept +-%.1f%%%s)",
-                  100 * num(w, "first_rel"), 100 * thr, 100 * kept,
-                  kept > thr ? ", still beyond: its speedups are uncertain"
-                             : "");
+  return snprintf(
+      out, n, "+-%.1f%% > %.0f%%, measured again (kept +-%.1f%%%s)",
+      100 * num(w, "first_rel"), 100 * thr, 100 * kept,
+      kept > thr ? ", still beyond: its speedups are uncertain" : "");
 }
 
 /* The noise watch's row: the bar per size, the seed, how many candidates
@@ -327,15 +327,17 @@ static void noise_row(struct buf *o, enum report_format f, const json_t *run,
     w = json_object_get(v, "noise_watch");
     if (!w || len >= sizeof t)
       continue;
-    len += (size_t)snprintf(t + len, sizeof t - len, "%sbar at %s (%s): ",
-                            len ? "; " : "", k, str(v, "bar"));
+    len += (size_t)snprintf(t + len, sizeof t - len,
+                            "%sbar at %s (%s): ", len ? "; " : "", k,
+                            str(v, "bar"));
     if (len < sizeof t)
       len += (size_t)watch_text(t + len, sizeof t - len, w);
   }
   w = json_object_get(json_object_get(seed, "metrics"), "noise_watch");
   if (w && len < sizeof t) {
-    len += (size_t)snprintf(t + len, sizeof t - len, "%sseed #%.0f: ",
-                            len ? "; " : "", num(seed, "id"));
+    len +=
+        (size_t)snprintf(t + len, sizeof t - len,
+                         "%sseed #%.0f: ", len ? "; " : "", num(seed, "id"));
     if (len < sizeof t)
       len += (size_t)watch_text(t + len, sizeof t - len, w);
   }
@@ -509,8 +511,8 @@ static int html_page(struct rundb *db, const json_t *run, const json_t *seed,
   summary(o, REPORT_HTML, run, seed, best);
   buf_puts(o, "<section id=\"scores\"><h2>Score over candidates per "
               "island</h2>\n<div class=\"scroll\">");
-  if ((rc =
-           figure(charts_scores(json_object_get(plot, "points"), best, o, e), o, e)))
+  if ((rc = figure(charts_scores(json_object_get(plot, "points"), best, o, e),
+                   o, e)))
     goto out;
   buf_puts(o, "</div></section>\n<section id=\"lineage\"><h2>Lineage</h2>"
               "<p class=\"note\">One row per generation; dashed edges lead "

@@ -525,12 +525,13 @@ json_t *rundb_plot(struct rundb *db, struct err *e)
   char sql[512];
   size_t i;
 
-  x = query_rows(db,
-                 "SELECT id, parent_id, island, generation, edit_kind, status,"
-                 " stage, score, speedup, median_ms, created_at, finished_at FROM"
-                 " programs WHERE run_id=?1 AND status IN"
-                 " ('ok','failed','rejected') ORDER BY id",
-                 0, PLOT_CAP, e);
+  x = query_rows(
+      db,
+      "SELECT id, parent_id, island, generation, edit_kind, status,"
+      " stage, score, speedup, median_ms, created_at, finished_at FROM"
+      " programs WHERE run_id=?1 AND status IN"
+      " ('ok','failed','rejected') ORDER BY id",
+      0, PLOT_CAP, e);
   if (!x)
     goto fail;
   json_object_set_new(plot, "points", x);

@@ -692,12 +692,12 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
       to_coords(s, c[k].idx, x, NULL);
       if (model) {
         gp_predict(&g, x, &mu, &sg);
-        o = (size_t)snprintf(what, whatn,
-                             "model (%d obs, %s %d): predicted %.4g ms "
-                             "+-%.0f%%:",
-                             no, exploit ? "local step, radius" : "trust radius",
-                             exploit ? LOCAL_STEPS : radius - 1, exp(mu),
-                             100 * (exp(sg) - 1));
+        o = (size_t)snprintf(
+            what, whatn,
+            "model (%d obs, %s %d): predicted %.4g ms "
+            "+-%.0f%%:",
+            no, exploit ? "local step, radius" : "trust radius",
+            exploit ? LOCAL_STEPS : radius - 1, exp(mu), 100 * (exp(sg) - 1));
       } else {
         o = (size_t)snprintf(what, whatn,
                              "space-filling start %d/%d:", nok + 1, ninit);

@@ -556,12 +556,13 @@ static void load_roofline(struct landscape *l)
     for (t = 0; t < 6; t++)
       for (st = 0; st < 5; st++)
         for (v = 0; v < 4; v++) {
-          unsigned h = (unsigned)(((a * 6 + t) * 5 + st) * 4 + v) * 2654435761u;
+          unsigned h =
+              (unsigned)(((a * 6 + t) * 5 + st) * 4 + v) * 2654435761u;
           double tm = 0.35 * abs(a + t - 7) + 0.3 * (st < 2 ? 2 - st : 0);
           double tc = 0.3 * abs(t + v - 5) + 0.12 * st;
-          double x = exp((tm > tc ? tm : tc) +
-                         0.04 * ((double)(h >> 16 & 0xffff) / 65535.0 - 0.5) *
-                             2);
+          double x =
+              exp((tm > tc ? tm : tc) +
+                  0.04 * ((double)(h >> 16 & 0xffff) / 65535.0 - 0.5) * 2);
           if (t + v + st > 9) /* the registers spill */
             x *= 1.6 + 0.2 * (t + v + st - 10);
           snprintf(l->key[l->n], sizeof(l->key[0]), "%s,%s,%s,%s",
