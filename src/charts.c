@@ -47,7 +47,13 @@ static int note(struct buf *out, const char *text)
   return buf_error(out);
 }
 
-int charts_scores(const json_t *points, struct buf *out, struct err *e)
+static int is_copy(const json_t *pt)
+{
+  return !strcmp(str(pt, "edit_kind"), "migrate");
+}
+
+int charts_scores(const json_t *points, const json_t *bestp, struct buf *out,
+                  struct err *e)
 {
   struct svg s;
   struct svg_plot p = {70, 44, 620, 236, 0, 0, 0, 0};
@@ -96,7 +102,7 @@ int charts_scores(const json_t *points, struct buf *out, struct err *e)
     json_array_foreach(points, k, pt)
     {
       double y = num(pt, "score", NAN);
-      if ((int)num(pt, "island", 0) != isl || !isfinite(y))
+      if ((int)num(pt, "island", 0) != isl || !isfinite(y) || is_copy(pt))
         continue;
       if (y > best[isl]) {
         if (nline) {
@@ -128,7 +134,14 @@ int charts_scores(const json_t *points, struct buf *out, struct err *e)
     if (isfinite(y))
       snprintf(title + strlen(title), sizeof title - strlen(title), "%.4g", y);
     snprintf(attrs, sizeof attrs, "data-id=\"%.0f\"", id);
-    if (isfinite(y))
+    if (is_copy(pt)) {
+      snprintf(title, sizeof title,
+               "#%.0f island %d: migrate copy of #%.0f (not a candidate)", id,
+               island, num(pt, "parent_id", 0));
+      if (isfinite(y))
+        svg_circle(&s, svg_plot_x(&p, id), svg_plot_y(&p, y), 3.5,
+                   svg_palette(island), "pt migrate", title, attrs);
+    } else if (isfinite(y))
       svg_circle(&s, svg_plot_x(&p, id), svg_plot_y(&p, y), 4,
                  svg_palette(island), "pt ok", title, attrs);
     else
@@ -136,17 +149,34 @@ int charts_scores(const json_t *points, struct buf *out, struct err *e)
                  "pt fail", title, attrs);
   }
   svg_group_close(&s);
-  /* Legend: one entry per island with a score. */
+  /* Legend: one entry per island with a score, then the run's best (the
+   * summary's: runs.best_program_id, which the noise rule and the
+   * confirmation chose, not necessarily the highest mark). */
   {
     int slot = 0;
     for (isl = 0; isl < 64; isl++) {
       if (!(best[isl] > -INFINITY))
         continue;
-      svg_rect(&s, p.px + 10 + slot * 150, 4, 10, 10, svg_palette(isl), NULL,
+      svg_rect(&s, p.px + 10 + slot * 70, 4, 10, 10, svg_palette(isl), NULL,
                NULL);
-      svg_text(&s, p.px + 24 + slot * 150, 13, "start", "tick",
-               "island %d (best %.3g)", isl, best[isl]);
+      svg_text(&s, p.px + 24 + slot * 70, 13, "start", "tick", "island %d",
+               isl);
       slot++;
+    }
+    if (bestp && isfinite(num(bestp, "score", NAN))) {
+      double bid = num(bestp, "id", 0), x = p.px + 14 + slot * 70;
+      json_array_foreach(points, k, pt) if (num(pt, "id", 0) == bid)
+          svg_circle(&s, svg_plot_x(&p, bid),
+                     svg_plot_y(&p, num(bestp, "score", 0)), 7, "none",
+                     "best-ring", NULL, NULL);
+      svg_circle(&s, x, 9, 6, "none", "best-ring", NULL, NULL);
+      if (num(bestp, "speedup", 0) > 0)
+        svg_text(&s, x + 10, 13, "start", "legend",
+                 "best #%.0f: %.3fx, score %.4g", bid,
+                 num(bestp, "speedup", 0), num(bestp, "score", 0));
+      else
+        svg_text(&s, x + 10, 13, "start", "legend", "best #%.0f: score %.4g",
+                 bid, num(bestp, "score", 0));
     }
   }
   return emit(&s, out, e);

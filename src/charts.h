@@ -12,10 +12,14 @@
 #include "buf.h"
 #include "err.h"
 
-/* Score over candidates, one colour per island, with each island's best so
- * far; failed and rejected candidates are marks in a band below the axis.
- * points: rundb_plot()'s "points".  Each mark has class "pt". */
-int charts_scores(const json_t *points, struct buf *out,
+/* Score over candidates, one colour per island, with each island's
+ * highest score so far; failed and rejected candidates are marks in a band
+ * below the axis; migrate copies (not candidates) are hollow marks of class
+ * "pt migrate", left out of the lines.  best (the run's best program,
+ * rundb_program(), or NULL) is ringed and named in the legend with its id,
+ * speedup and score, as `cuco evolve`'s summary names it.  points:
+ * rundb_plot()'s "points".  Each mark has class "pt". */
+int charts_scores(const json_t *points, const json_t *best, struct buf *out,
                   struct err *e) WARN_UNUSED;
 
 /* The lineage tree of programs (rundb_programs()), one row per generation,

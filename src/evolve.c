@@ -137,7 +137,7 @@ static int measure_baseline(struct evolve *s, const char *name,
 {
   struct eval_opts eo;
   struct eval_result r;
-  char path[WORKLOAD_PATH + 200], *code;
+  char path[WORKLOAD_PATH + 200], *code, note[256];
   int rc;
 
   *metrics = NULL;
@@ -160,6 +160,12 @@ static int measure_baseline(struct evolve *s, const char *name,
   printf("baseline %s: evaluating...\n", name);
   fflush(stdout);
   rc = eval_candidate(&eo, code, &r, e);
+  if (!rc && search_noise_watch(s, &eo, code, &r, note, sizeof(note))) {
+    /* the bar divides every speedup: its noise is watched as a
+     * candidate's is, and named in the summary and the report */
+    printf("baseline %s: %s\n", name, note);
+    search_noise_note(s, "the bar's baseline %s: %s", name, note);
+  }
   free(code);
   if (rc || r.status != EVAL_STATUS_OK || !r.metrics)
     log_warn("evolve: baseline %s: %s; it is not part of the bar", name,
@@ -208,6 +214,16 @@ static int run_baseline(struct evolve *s, struct err *e)
     log_warn("evolve: no bar baseline passed; speedups are relative to the "
              "seed");
     goto out;
+  }
+  /* what the noise watch did to the bar at each size (the report shows
+   * it) */
+  json_object_foreach(out, k, v)
+  {
+    for (i = 0; i < n && strcmp(names[i], bar_name(out, k) ?: ""); i++)
+      ;
+    if (i < n && json_object_get(metrics[i], "noise_watch"))
+      json_object_set(v, "noise_watch",
+                      json_object_get(metrics[i], "noise_watch"));
   }
   txt = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
   if (!txt) {
@@ -412,13 +428,16 @@ static void summary(struct evolve *s)
   char gpu[256] = "no GPU", wall[80], where[1200];
   const json_t *g = s->machine ? json_object_get(s->machine, "gpus") : NULL;
   const json_t *g0 = g ? json_array_get(json_object_get(g, "list"), 0) : NULL;
-  int ok = 0, failed = 0, rejected = 0, pending = 0, n = 0;
+  int ok = 0, failed = 0, rejected = 0, pending = 0, n = 0, copies = 0;
+  char copied[96] = "";
   size_t i;
 
   for (i = 0; i < s->nm; i++) {
     const struct db_program *p = &s->m[i]->p;
-    if (p->edit_kind && !strcmp(p->edit_kind, "migrate"))
+    if (p->edit_kind && !strcmp(p->edit_kind, "migrate")) {
+      copies++; /* not candidates: the report counts them apart too */
       continue;
+    }
     n++;
     if (!p->status)
       continue;
@@ -479,12 +498,17 @@ static void summary(struct evolve *s)
            best->p.edit_kind ? best->p.edit_kind : "?", where);
   if (best && best->p.directives_json)
     printf("best directives: %s\n", best->p.directives_json);
+  if (copies)
+    snprintf(copied, sizeof(copied), " + %d migrate cop%s (not evaluated)",
+             copies, copies == 1 ? "y" : "ies");
   printf("candidates: %d (%d correct, %d failed, %d rejected before "
-         "evaluation%s); LLM: %s, $%.4f; wall %s\n",
-         n, ok, failed, rejected, pending ? ", some unfinished" : "",
+         "evaluation%s)%s; LLM: %s, $%.4f; wall %s\n",
+         n, ok, failed, rejected, pending ? ", some unfinished" : "", copied,
          s->use_llm ? "yes" : "none (offline tuner)", s->run.spent_usd, wall);
   if (s->confirm_text)
     fputs(s->confirm_text, stdout);
+  if (s->noise_text)
+    fputs(s->noise_text, stdout);
   if (s->n_noisy)
     printf("noise: %d measurement%s spread beyond %.0f%% of the median and "
            "%s measured again\n",
@@ -745,6 +769,7 @@ static void evolve_free(struct evolve *s)
   free(s->queue);
   free(s->seed_code);
   free(s->confirm_text);
+  free(s->noise_text);
   db_run_release(&s->run);
   db_close(s->db);
   llm_pool_free(s->pool);

@@ -2,9 +2,12 @@
  *
  * Inputs are points of a mixed space: ordered coordinates in [0, 1] and
  * categorical ones (a value index; two points differ by 1 or 0 there).
- * Kernel: Matern 5/2 with one length scale per coordinate; targets are
- * standardised inside; the length scales and the noise level are chosen
- * from a small grid by the log marginal likelihood.  Sizes are small (up to
+ * Kernel: Matern 5/2 with one length scale per coordinate, a mix of the
+ * product over all coordinates (interactions) and the mean of
+ * one-coordinate kernels (an additive part that generalises from few
+ * points); targets are standardised inside; the length scales, the mix
+ * and the noise level are chosen from small grids by the log marginal
+ * likelihood.  Sizes are small (up to
  * GP_MAX_POINTS observations), so everything is dense Cholesky.
  */
 #ifndef CUCO_GP_H
@@ -22,6 +25,7 @@ struct gp {
   int categorical[GP_MAX_DIMS]; /* 1: coordinate is a value index */
   double ls[GP_MAX_DIMS];       /* length scales */
   double noise;                 /* noise variance (standardised units) */
+  double additive;              /* weight of the additive kernel part */
   double mean, sd;              /* of the targets */
   double *x;                    /* n x d */
   double *l;                    /* n x n Cholesky factor of K + noise I */

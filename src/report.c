@@ -31,7 +31,9 @@ static const char CSS[] =
     "fill-opacity:.25}.node.running,.node.pending{fill-opacity:.3;"
     "stroke:#555;stroke-dasharray:2 2}.tick{font-size:10px}"
     ".label{font-size:12px}.note{color:#666}"
-    ".nid{font-size:8px;fill:#555}.legend{font-size:11px;fill:#333}";
+    ".nid{font-size:8px;fill:#555}.legend{font-size:11px;fill:#333}"
+    ".pt.migrate{fill:#fff;stroke:#777;stroke-width:1.2}"
+    ".best-ring{fill:none;stroke:#111;stroke-width:1.8}";
 
 static double num(const json_t *o, const char *k)
 {
@@ -299,6 +301,56 @@ static void sizes_table(struct buf *o, enum report_format f,
     buf_puts(o, "</table>\n");
 }
 
+/* "+-27.3% > 5%, measured again (kept +-2.9%)" of a noise_watch object. */
+static int watch_text(char *out, size_t n, const json_t *w)
+{
+  double kept = num(w, "kept_rel"), thr = num(w, "threshold");
+
+  return snprintf(
+      out, n, "+-%.1f%% > %.0f%%, measured again (kept +-%.1f%%%s)",
+      100 * num(w, "first_rel"), 100 * thr, 100 * kept,
+      kept > thr ? ", still beyond: its speedups are uncertain" : "");
+}
+
+/* The noise watch's row: the bar per size, the seed, how many candidates
+ * were measured again (docs/evolve.md, "Confirmation and noise"). */
+static void noise_row(struct buf *o, enum report_format f, const json_t *run,
+                      const json_t *seed)
+{
+  const json_t *b = json_object_get(run, "baseline"), *v, *w;
+  const char *k;
+  char t[1024] = "";
+  size_t len = 0;
+  double nr = num(json_object_get(run, "counts"), "noise_repeated");
+
+  json_object_foreach((json_t *)b, k, v)
+  {
+    w = json_object_get(v, "noise_watch");
+    if (!w || len >= sizeof t)
+      continue;
+    len += (size_t)snprintf(t + len, sizeof t - len,
+                            "%sbar at %s (%s): ", len ? "; " : "", k,
+                            str(v, "bar"));
+    if (len < sizeof t)
+      len += (size_t)watch_text(t + len, sizeof t - len, w);
+  }
+  w = json_object_get(json_object_get(seed, "metrics"), "noise_watch");
+  if (w && len < sizeof t) {
+    len +=
+        (size_t)snprintf(t + len, sizeof t - len,
+                         "%sseed #%.0f: ", len ? "; " : "", num(seed, "id"));
+    if (len < sizeof t)
+      len += (size_t)watch_text(t + len, sizeof t - len, w);
+  }
+  if (nr > 0 && len < sizeof t)
+    len += (size_t)snprintf(t + len, sizeof t - len,
+                            "%s%.0f candidate%s (the seed included) measured "
+                            "again",
+                            len ? "; " : "", nr, nr == 1 ? "" : "s");
+  if (len)
+    row(o, f, "noise watch", t);
+}
+
 static void summary(struct buf *o, enum report_format f, const json_t *run,
                     const json_t *seed, const json_t *best)
 {
@@ -330,7 +382,15 @@ static void summary(struct buf *o, enum report_format f, const json_t *run,
            num(c, "total"), fmax(num(c, "ok"), 0), fmax(num(c, "failed"), 0),
            fmax(num(c, "rejected"), 0), fmax(num(c, "pending"), 0),
            fmax(num(c, "running"), 0));
+  if (num(c, "migrated") > 0) {
+    size_t vl = strlen(v);
+    snprintf(v + vl, sizeof v - vl,
+             "; besides, %.0f migrate cop%s (a program copied to another "
+             "island, not evaluated again)",
+             num(c, "migrated"), num(c, "migrated") == 1 ? "y" : "ies");
+  }
   row(o, f, "candidates", v);
+  noise_row(o, f, run, seed);
   snprintf(v, sizeof v, "#%.0f", num(seed, "id"));
   row(o, f, "seed program", seed ? v : "-");
   if (best) {
@@ -452,8 +512,8 @@ static int html_page(struct rundb *db, const json_t *run, const json_t *seed,
   summary(o, REPORT_HTML, run, seed, best);
   buf_puts(o, "<section id=\"scores\"><h2>Score over candidates per "
               "island</h2>\n<div class=\"scroll\">");
-  if ((rc =
-           figure(charts_scores(json_object_get(plot, "points"), o, e), o, e)))
+  if ((rc = figure(charts_scores(json_object_get(plot, "points"), best, o, e),
+                   o, e)))
     goto out;
   buf_puts(o, "</div></section>\n<section id=\"lineage\"><h2>Lineage</h2>"
               "<p class=\"note\">One row per generation; dashed edges lead "

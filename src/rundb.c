@@ -276,14 +276,23 @@ json_t *rundb_run(struct rundb *db, struct err *e)
   if (!run)
     return NULL;
   x = query_one(db,
-                "SELECT count(*) AS total,"
-                " sum(status='ok') AS ok, sum(status='failed') AS failed,"
-                " sum(status='rejected') AS rejected,"
-                " sum(status='pending') AS pending,"
-                " sum(status='running') AS running, max(id) AS max_id,"
+                /* migrate copies (a program copied to another island,
+                 * not evaluated) are not candidates: counted apart, as
+                 * cuco evolve's summary does */
+                "SELECT coalesce(sum(c), 0) AS total,"
+                " coalesce(sum(c AND status='ok'), 0) AS ok,"
+                " coalesce(sum(c AND status='failed'), 0) AS failed,"
+                " coalesce(sum(c AND status='rejected'), 0) AS rejected,"
+                " coalesce(sum(c AND status='pending'), 0) AS pending,"
+                " coalesce(sum(c AND status='running'), 0) AS running,"
+                " coalesce(sum(NOT c), 0) AS migrated,"
+                " coalesce(sum(c AND json_valid(metrics_json) AND"
+                " json_extract(metrics_json, '$.noise_watch') IS NOT NULL),"
+                " 0) AS noise_repeated, max(id) AS max_id,"
                 " max(max(coalesce(created_at,0), coalesce(started_at,0),"
                 " coalesce(finished_at,0))) AS max_t"
-                " FROM programs WHERE run_id=?1",
+                " FROM (SELECT *, edit_kind IS NOT 'migrate' AS c FROM"
+                " programs WHERE run_id=?1)",
                 0, 0, e);
   if (!x)
     goto fail;
@@ -516,12 +525,13 @@ json_t *rundb_plot(struct rundb *db, struct err *e)
   char sql[512];
   size_t i;
 
-  x = query_rows(db,
-                 "SELECT id, island, generation, edit_kind, status, stage,"
-                 " score, speedup, median_ms, created_at, finished_at FROM"
-                 " programs WHERE run_id=?1 AND status IN"
-                 " ('ok','failed','rejected') ORDER BY id",
-                 0, PLOT_CAP, e);
+  x = query_rows(
+      db,
+      "SELECT id, parent_id, island, generation, edit_kind, status,"
+      " stage, score, speedup, median_ms, created_at, finished_at FROM"
+      " programs WHERE run_id=?1 AND status IN"
+      " ('ok','failed','rejected') ORDER BY id",
+      0, PLOT_CAP, e);
   if (!x)
     goto fail;
   json_object_set_new(plot, "points", x);

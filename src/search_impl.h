@@ -70,6 +70,7 @@ struct evolve {
   int seq_pos;        /* next entry of o.seq */
   char *confirm_text; /* the confirmation's lines for the summary */
   int n_noisy;        /* measurements repeated because they were noisy */
+  char *noise_text;   /* "noise: ..." summary lines of the bar and seed */
   /* LLM calls this session sent, those that succeeded, the last failure */
   int llm_calls, llm_ok;
   int already_done; /* --resume of a run that had finished: nothing run */
@@ -97,6 +98,26 @@ int search_run(struct evolve *s, struct err *e) WARN_UNUSED;
  * evaluation).  With the lock held. */
 int search_copy(struct evolve *s, const struct member *src, int dst,
                 struct err *e) WARN_UNUSED;
+
+struct eval_opts;
+struct eval_result;
+
+/* The noise watch (docs/evolve.md, "Confirmation and noise"): when r, a
+ * passing measurement of code under eo, spreads beyond the noise
+ * threshold, evaluate it again and keep the steadier of the two in *r
+ * (the other is released); r's metrics get "noise_watch" {first_rel,
+ * second_rel (-1: the repeat did not pass), kept_rel, threshold} and note
+ * the progress text.  Returns
+ * 1 when it measured again, else 0.  For candidates, the seed and the bar
+ * alike.  Called without the lock. */
+int search_noise_watch(struct evolve *s, const struct eval_opts *eo,
+                       const char *code, struct eval_result *r, char *note,
+                       size_t n);
+
+/* Append a line "noise: ..." (printf-formatted) to the summary's noise
+ * lines (lock held, or before the workers start). */
+void search_noise_note(struct evolve *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* One progress line for a finished candidate (lock held). */
 void search_progress(struct evolve *s, const struct member *m,

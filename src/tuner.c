@@ -377,11 +377,13 @@ out:
 /* ---- the model-based proposer (tuner_suggest) ---- */
 
 #define ENUM_MAX 20000 /* spaces up to this size are enumerated */
+/* every EXPLOIT_EVERY-th model step looks only within LOCAL_STEPS
+ * (Chebyshev, index steps) of the best: diagonal moves included */
 #ifndef EXPLOIT_EVERY
-#define EXPLOIT_EVERY 4
+#define EXPLOIT_EVERY 3
 #endif
 #ifndef LOCAL_STEPS
-#define LOCAL_STEPS 2
+#define LOCAL_STEPS 1
 #endif
 #define SAMPLE_N 4000 /* otherwise this many random points (+ neighbours) */
 
@@ -440,7 +442,8 @@ static double coord_dist2(const double *a, const double *b, const int *cat,
 
 struct cand {
   int idx[MAX_DIMS];
-  double score;
+  double score, mu, sg, ei;
+  int dist, observed;
 };
 
 static int cand_cmp(const void *a, const void *b)
@@ -451,14 +454,61 @@ static int cand_cmp(const void *a, const void *b)
   return x > y ? -1 : x < y;
 }
 
-/* Index steps between two configurations (a categorical change is 1). */
-static int steps(const struct space *s, const int *a, const int *b)
+/* Chebyshev distance in index steps (a categorical change is 1). */
+static int cheb(const struct space *s, const int *a, const int *b)
 {
-  int i, n = 0;
+  int i, m = 0;
+
+  for (i = 0; i < s->n; i++) {
+    int t = s->d[i].ordered ? abs(a[i] - b[i]) : a[i] != b[i];
+    if (t > m)
+      m = t;
+  }
+  return m;
+}
+
+#ifndef FAIL_TOL
+#define FAIL_TOL 3
+#endif
+#ifndef SUCC_TOL
+#define SUCC_TOL 2
+#endif
+
+/* The trust region's radius (Chebyshev, in index steps) after the
+ * observations so far, replayed in order: it starts at the widest
+ * dimension, halves after FAIL_TOL model proposals in a row that did not
+ * improve on the best, and doubles after SUCC_TOL that did. */
+static int trust_radius(const struct space *s, const int (*oidx)[MAX_DIMS],
+                        const double *oy, int no, int ninit)
+{
+  int rmax = 1, r, fails = 0, succ = 0, i, b = 0;
 
   for (i = 0; i < s->n; i++)
-    n += s->d[i].ordered ? abs(a[i] - b[i]) : a[i] != b[i];
-  return n;
+    if (s->d[i].nv - 1 > rmax)
+      rmax = s->d[i].nv - 1;
+  r = rmax;
+  (void)oidx;
+  for (i = 1; i < no; i++) {
+    int improved = oy[i] < oy[b];
+    if (improved)
+      b = i;
+    if (i < ninit)
+      continue;
+    if (improved) {
+      fails = 0;
+      if (++succ >= SUCC_TOL) {
+        r = 2 * r < rmax ? 2 * r : rmax;
+        succ = 0;
+      }
+    } else {
+      succ = 0;
+      if (++fails >= FAIL_TOL) {
+        r = r > 1 ? r / 2 : 1;
+        fails = 0;
+      }
+    }
+  }
+  return r;
 }
 
 static int same_idx(const int *a, const int *b, int n)
@@ -523,6 +573,7 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
   double *ox = NULL, *oy = NULL, worst = -HUGE_VAL, best_mu = HUGE_VAL;
   int cat[GP_MAX_DIMS], bidx[MAX_DIMS], no = 0, nok = 0, d = 0, ninit;
   int ncand = 0, i, k, rc = ERR_NOMEM, model = 0, exploit = 0, bo = 0;
+  int radius = 0;
   struct cand *c = NULL;
   struct gp g;
   size_t j;
@@ -592,16 +643,15 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
     double x[GP_MAX_DIMS];
     to_coords(s, c[k].idx, x, NULL);
     c[k].score = -HUGE_VAL;
+    c[k].dist = cheb(s, c[k].idx, oidx[bo]);
     for (i = 0; i < no && !same_idx(c[k].idx, oidx[i], s->n); i++)
       ;
-    if (i < no)
-      continue; /* observed */
-    if (model && exploit && steps(s, c[k].idx, oidx[bo]) > LOCAL_STEPS)
-      continue; /* the local step looks only near the best */
+    c[k].observed = i < no;
+    if (c[k].observed)
+      continue;
     if (model) {
-      double mu, sg;
-      gp_predict(&g, x, &mu, &sg);
-      c[k].score = exploit ? -mu : gp_expected_improvement(mu, sg, best_mu);
+      gp_predict(&g, x, &c[k].mu, &c[k].sg);
+      c[k].ei = gp_expected_improvement(c[k].mu, c[k].sg, best_mu);
     } else {
       double m = HUGE_VAL;
       for (i = 0; i < no; i++) {
@@ -612,22 +662,25 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
       c[k].score = (no ? m : 0) + 1e-6 * select_rng_uniform(rng);
     }
   }
-  if (exploit) { /* nothing left near the best: expected improvement */
-    for (k = 0; k < ncand && c[k].score == -HUGE_VAL; k++)
-      ;
-    if (k == ncand) {
-      exploit = 0;
-      for (k = 0; k < ncand; k++) {
-        double x[GP_MAX_DIMS], mu, sg;
-        for (i = 0; i < no && !same_idx(c[k].idx, oidx[i], s->n); i++)
-          ;
-        if (i < no)
-          continue;
-        to_coords(s, c[k].idx, x, NULL);
-        gp_predict(&g, x, &mu, &sg);
-        c[k].score = gp_expected_improvement(mu, sg, best_mu);
-      }
+  if (model) {
+    int eligible = 0;
+    radius = trust_radius(s, oidx, oy, no, ninit);
+    if (exploit) {
+      for (k = 0; k < ncand; k++)
+        if (!c[k].observed && cheb(s, c[k].idx, oidx[bo]) <= LOCAL_STEPS) {
+          c[k].score = c[k].ei;
+          eligible++;
+        }
+      exploit = eligible > 0;
     }
+    /* expected improvement inside the trust region (grown until it holds
+     * an unobserved configuration) */
+    for (; !eligible && radius <= MAX_VALS; radius++)
+      for (k = 0; k < ncand; k++)
+        if (!c[k].observed && c[k].dist <= radius) {
+          c[k].score = c[k].ei;
+          eligible++;
+        }
   }
   qsort(c, (size_t)ncand, sizeof(*c), cand_cmp);
   rc = ERR_NOTFOUND;
@@ -639,10 +692,12 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
       to_coords(s, c[k].idx, x, NULL);
       if (model) {
         gp_predict(&g, x, &mu, &sg);
-        o = (size_t)snprintf(what, whatn,
-                             "model (%d obs): predicted %.4g ms "
-                             "+-%.0f%%:",
-                             no, exp(mu), 100 * (exp(sg) - 1));
+        o = (size_t)snprintf(
+            what, whatn,
+            "model (%d obs, %s %d): predicted %.4g ms "
+            "+-%.0f%%:",
+            no, exploit ? "local step, radius" : "trust radius",
+            exploit ? LOCAL_STEPS : radius - 1, exp(mu), 100 * (exp(sg) - 1));
       } else {
         o = (size_t)snprintf(what, whatn,
                              "space-filling start %d/%d:", nok + 1, ninit);

@@ -47,7 +47,10 @@ struct tuner_obs {
  * ignored), first a space-filling design of 2D+1 points (maximin distance
  * to what was observed, D = the dimensions with two or more values), then
  * the configuration of the largest expected improvement under a Gaussian
- * process fitted to log(ms) (failures count as 1.5x the worst).  Never
+ * process fitted to log(ms) (failures count as 1.5x the worst), inside a
+ * trust region around the best (Chebyshev index radius: halved after 3
+ * model steps in a row without a new best, doubled after 2 with one);
+ * every 3rd model step within one index step of the best.  Never
  * proposes an observed configuration or one `seen` says was seen.  *out is
  * `base` with the new values; `what` says why.  ERR_NOTFOUND when nothing
  * unseen is left (or nothing is tunable); ERR_NOMEM. */

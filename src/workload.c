@@ -608,14 +608,15 @@ int workload_load(const char *dir, struct workload *w, struct err *e)
                        "not one of the baselines",
                        w->dir, w->bar[i]);
     }
-    if (!w->nbar) {
-      snprintf(w->bar[0], sizeof(w->bar[0]), "%s", w->baselines[0]);
-      w->nbar = 1;
-    }
   } else {
     if ((rc = require(w, *w->ff_build && *w->ff_run,
                       "[freeform] build and run are required", e)))
       return rc;
+  }
+  if (!w->nbar && w->nbaselines) { /* the bar is baselines[0] by default,
+                                    * freeform workloads included */
+    snprintf(w->bar[0], sizeof(w->bar[0]), "%s", w->baselines[0]);
+    w->nbar = 1;
   }
   return 0;
 }

@@ -16,6 +16,7 @@ const state = {
   lastT: 0,
   filterIds: null,     // Set of ids matching the filter, or null for all
   selected: null,
+  run: null,           // the latest /api/run (best_program_id for the plot)
 };
 
 const $ = (id) => document.getElementById(id);
@@ -82,6 +83,7 @@ function barText(b) {
 }
 
 function renderSummary(run) {
+  state.run = run;
   $('title').textContent = 'cuco run: ' + run.workload;
   document.title = 'cuco: ' + run.workload;
   const c = run.counts || {};
@@ -91,7 +93,9 @@ function renderSummary(run) {
   $('summary').textContent =
     `status ${run.status || '-'} · ${c.total || 0} candidates (${c.ok || 0} ok, ` +
     `${c.failed || 0} failed, ${c.rejected || 0} rejected, ${c.running || 0} running, ` +
-    `${c.pending || 0} pending) · best #${run.best_program_id ?? '-'} · ` +
+    `${c.pending || 0} pending)` +
+    (c.migrated ? ` + ${c.migrated} migrate ${c.migrated === 1 ? 'copy' : 'copies'} (not evaluated)` : '') +
+    ` · best #${run.best_program_id ?? '-'} · ` +
     `LLM ${run.llm || 'none'}: ${l.calls || 0} calls, $${(l.cost_usd || 0).toFixed(4)} · wall ${wall}`;
   $('bar').textContent = barText(run.baseline);
   // a finished run is not "live": say what it is
@@ -216,13 +220,20 @@ function renderPlot() {
   yt.textContent = 'score = 1000 / median ms (higher is faster)';
   svg.appendChild(yt);
   const g = sv('g', { class: 'points' });
+  const bestId = state.run ? state.run.best_program_id : null;
   for (const p of pts) {
     const ok = typeof p.score === 'number';
+    const copy = p.edit_kind === 'migrate'; // a copy between islands, not a candidate
     const c = sv('circle', { cx: X(p.id), cy: ok ? Y(p.score) : T + PH + 36, r: ok ? 4 : 3.5,
-      fill: ok ? colour(p.island) : '#d62728',
-      class: `pt ${ok ? 'ok' : 'fail'}${matches(p) ? '' : ' dim'}`, 'data-id': p.id });
+      fill: copy ? '#fff' : ok ? colour(p.island) : '#d62728',
+      stroke: copy ? colour(p.island) : 'none',
+      class: `pt ${copy ? 'migrate' : ok ? 'ok' : 'fail'}${matches(p) ? '' : ' dim'}`, 'data-id': p.id });
     const t = sv('title');
-    t.textContent = `#${p.id} island ${p.island} ${p.edit_kind} ${p.status} score ${fmt(p.score)}`;
+    t.textContent = copy ? `#${p.id} island ${p.island}: migrate copy of #${p.parent_id} (not a candidate)`
+      : `#${p.id} island ${p.island} ${p.edit_kind} ${p.status} score ${fmt(p.score)}`;
+    if (p.id === bestId && ok)
+      g.appendChild(sv('circle', { cx: X(p.id), cy: Y(p.score), r: 7, fill: 'none',
+        stroke: '#111', 'stroke-width': 1.8, class: 'best-ring' }));
     c.appendChild(t);
     c.addEventListener('click', () => select(p.id));
     g.appendChild(c);
@@ -245,6 +256,13 @@ function renderPlot() {
     item.append(sw, 'failed / rejected (no score)');
     leg.appendChild(item);
   }
+  if (pts.some((p) => p.edit_kind === 'migrate'))
+    leg.appendChild(el('span', { class: 'legend-item' }, '○ migrate copy (not a candidate)'));
+  // the run's best as the summary and the report name it (not the highest mark)
+  const b = pts.find((p) => p.id === bestId && typeof p.score === 'number');
+  if (b)
+    leg.appendChild(el('span', { class: 'legend-item', id: 'plot-best' },
+      `◯ best #${b.id}: ` + (b.speedup > 0 ? `${b.speedup.toFixed(3)}x, ` : '') + `score ${b.score.toPrecision(4)}`));
   $('plot').replaceChildren(svg, leg);
 }
 

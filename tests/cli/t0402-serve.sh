@@ -33,8 +33,10 @@ get "the page is served" / 200
 expect_grep "... it is the UI" "$TMP/body" '<script src="app.js"'
 get "app.js is served" /app.js 200
 get "/api/run" /api/run 200
-pyjson "run has workload, counts, islands, LLM totals" \
-  "d['workload']=='gemm_allgather' and d['counts']['total']==40 and d['islands']==[0,1,2,3] and d['llm_totals']['calls']>0 and isinstance(d['machine'],dict) and 'full_8k' in d['baseline']"
+ncand=$(sqlite3 "$TMP/run.db" "SELECT count(*) FROM programs WHERE edit_kind <> 'migrate'")
+ncopy=$(sqlite3 "$TMP/run.db" "SELECT count(*) FROM programs WHERE edit_kind = 'migrate'")
+pyjson "run has workload, counts (migrate copies apart), islands, LLM totals" \
+  "d['workload']=='gemm_allgather' and d['counts']['total']==$ncand and d['counts']['migrated']==$ncopy and $ncopy>0 and $ncand+$ncopy==40 and d['islands']==[0,1,2,3] and d['llm_totals']['calls']>0 and isinstance(d['machine'],dict) and 'full_8k' in d['baseline']"
 get "/api/programs" /api/programs 200
 pyjson "programs list every program without code" \
   "len(d['programs'])==40 and all('code' not in p and 'status' in p and 'island' in p for p in d['programs'])"
@@ -55,7 +57,7 @@ get "/api/plot" /api/plot 200
 pyjson "plot has points, by_directive, cost" \
   "len(d['points'])==39 and set(d['by_directive'])=={'backend','placement','sync','issuer','chunk_bytes','params.comm_ctas'} and len(d['by_directive']['params.comm_ctas'])>1 and d['cost'][-1]['cum_usd']>0"
 get "/api/updates since the newest" "/api/updates?since=40" 200
-pyjson "... lists nothing new" "d['programs']==[] and d['run']['counts']['total']==40"
+pyjson "... lists nothing new" "d['programs']==[] and d['run']['counts']['total']==$ncand"
 new=$(python3 "$ROOT/tests/fixtures/make_run_db.py" "$TMP/run.db" --add-candidate)
 get "/api/updates after a write" "/api/updates?since=40" 200
 pyjson "... shows the candidate written meanwhile" "[p['id'] for p in d['programs']]==[$new]"
