@@ -518,13 +518,16 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
   else
     err_set(e, ERR_NOMEM, "out of memory");
   for (i = 0; i < n && rc == 0; i++) {
-    char words[200], line[480], wd[WORKLOAD_PATH];
+    char words[200], line[480], wd[WORKLOAD_PATH], shown[300];
     struct eval_opts co = *o;
     struct eval_result r;
     char *code = codes[i];
     int want, caught;
     codes[i] = NULL;
     t->n++;
+    /* named as the whole source it stands for (--write-cheats) */
+    snprintf(shown, sizeof(shown), "%.*s%s", (int)cheat_name_len(names[i]),
+             names[i], CHEAT_WHOLE_EXT);
     if (!code || expect_line(code, &want, words, sizeof(words))) {
       t->failures++;
       if (o->progress)
@@ -539,11 +542,11 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
     if (seed)
       strip_header(code, seed);
     co.device_candidate = 1;
-    co.impl_name = names[i];
+    co.impl_name = shown;
     co.progress = NULL;
     if (o->work_dir) {
       snprintf(wd, sizeof(wd), "%s/cheats/%.*s", o->work_dir,
-               (int)cheat_name_len(names[i]), names[i]);
+               (int)cheat_name_len(shown), shown);
       co.work_dir = wd;
     }
     rc = eval_candidate(&co, code, &r, e);
@@ -564,14 +567,14 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
           snprintf(line, sizeof(line),
                    "%s: passed at %d rank%s; its rejection at %s (%s) "
                    "needs %d (not judged: --ranks/--vranks %d)",
-                   names[i], ranks, ranks == 1 ? "" : "s",
+                   shown, ranks, ranks == 1 ? "" : "s",
                    eval_stage_name((enum eval_stage)want), words, need, need);
         } else {
           t->need_bench++;
           snprintf(line, sizeof(line),
                    "%s: passed verify; its rejection at bench (%s) needs "
                    "the bench (not judged: --no-bench)",
-                   names[i], words);
+                   shown, words);
         }
         if (o->progress)
           o->progress(o->progress_ud, r.stage, caught, line);
@@ -591,7 +594,7 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
       snprintf(line, sizeof(line),
                "%s: %s; its rejection at %s (%s) needs "
                "a %s run (not judged)",
-               names[i],
+               shown,
                o->static_only ? "passed the static checks"
                               : "compiled, linked and passed the allowlist",
                eval_stage_name((enum eval_stage)want), words,
@@ -600,14 +603,14 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
       caught = 1;
       t->caught[want]++;
       snprintf(line, sizeof(line), "%s: rejected at %s as expected (%s)",
-               names[i], eval_stage_name(r.stage), r.error);
+               shown, eval_stage_name(r.stage), r.error);
     } else {
       caught = 0;
       t->failures++;
       snprintf(line, sizeof(line),
                "%s: NOT caught as expected at %s (%s): "
                "%s%s %s",
-               names[i], eval_stage_name((enum eval_stage)want), words,
+               shown, eval_stage_name((enum eval_stage)want), words,
                strcmp(r.status, "ok") ? "stopped at " : "it passed",
                strcmp(r.status, "ok") ? eval_stage_name(r.stage) : "",
                r.error);
