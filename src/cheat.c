@@ -90,10 +90,10 @@ static int check_layout(const char *path, const char *text, size_t *hdr,
       if (line_is(p, n, "=======") || line_is(p, n, ">>>>>>> REPLACE"))
         return 0;
       return err_set(e, ERR_PARSE,
-                     "%s: line %d: '%.60s' is outside a SEARCH/REPLACE "
+                     "%s: line %d: '%.*s' is outside a SEARCH/REPLACE "
                      "block (only // lines before the first block, blank "
                      "lines between blocks)",
-                     path, lineno, p);
+                     path, lineno, (int)(n < 60 ? n : 60), p);
     }
     p += n + (p[n] ? 1 : 0);
   }
