@@ -44,6 +44,9 @@ NV=("$NVCC" -arch=sm_90 -std=c++17 -O3 -lineinfo "${INC[@]}")
 B=${ATTN_BUILD:-/tmp/flash_attn_build}  # binaries and scratch: NOT under $OUT
 rm -rf "$B"
 mkdir -p "$B/lib"
+. "$ROOT/tests/gpu/cheats.sh"
+CH=$B/cheats  # the cheats as whole sources (they are edits of the seed)
+gpu_cheats "$WL" "$CH" || exit 2
 if [ -n "$NCCL_DIR" ] && [ ! -e "$NCCL_DIR/lib/libnccl.so" ]; then
   so=$(ls "$NCCL_DIR"/lib/libnccl.so* 2>/dev/null | head -1)
   [ -n "$so" ] && ln -sf "$so" "$B/lib/libnccl.so"
@@ -82,7 +85,7 @@ IMPLS=("A|$WL/baseline.cu||real"
        "seed|$WL/seed.cu||real vr"
        "seed_ag_warp|$WL/seed.cu|-DCUCO_PARAM_pattern=allgather -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16|real vr"
        "seed_s3_thread|$WL/seed.cu|-DCUCO_PARAM_slots=3 -DCUCO_ISSUER=1 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_copy_threads=256|real vr")
-for c in "$WL"/cheats/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c||real vr"); done
+for c in "$CH"/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c||real vr"); done
 if [ "$PART" = bench ]; then  # only what the bench runs
   IMPLS=("${IMPLS[@]:0:4}"); IMPLS[3]="seed|$WL/seed.cu||real"
 fi
@@ -178,7 +181,7 @@ for s in v_tiny v_small v_odd v_1000 v_contig v_gqa; do
   first=0
 done
 # ---- 3. cheats at R = 1 ------------------------------------------------------------------
-for c in "$WL"/cheats/*.cu; do
+for c in "$CH"/*.cu; do
   cn=$(basename "$c" .cu)
   if [[ "$R1_CAUGHT" == *" $cn "* ]]; then
     run real "cheat_$cn" v_gqa verify 3 60 "${WHY[$cn]}" --perturb
@@ -194,7 +197,7 @@ for R in 2 4 8; do
   run vr seed v_odd verify 0 120 "" --vranks "$R"
 done
 for R in 2 4; do
-  for c in "$WL"/cheats/*.cu; do
+  for c in "$CH"/*.cu; do
     cn=$(basename "$c" .cu)
     if [ "$cn" = slot_race ]; then
       run vr "cheat_$cn" v_1000 verify any 120 "" --vranks "$R"

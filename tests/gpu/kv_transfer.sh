@@ -44,6 +44,9 @@ NV=("$NVCC" -arch=sm_90 -std=c++17 -O3 -lineinfo "${INC[@]}")
 B=${KV_BUILD:-/tmp/kv_transfer_build}  # binaries and scratch: NOT under $OUT
 rm -rf "$B"
 mkdir -p "$B/lib"
+. "$ROOT/tests/gpu/cheats.sh"
+CH=$B/cheats  # the cheats as whole sources (they are edits of the seed)
+gpu_cheats "$WL" "$CH" || exit 2
 # pip's NCCL ships only libnccl.so.2: give the linker a libnccl.so to find.
 if [ -n "$NCCL_DIR" ] && [ ! -e "$NCCL_DIR/lib/libnccl.so" ]; then
   so=$(ls "$NCCL_DIR"/lib/libnccl.so* 2>/dev/null | head -1)
@@ -89,7 +92,7 @@ IMPLS=("baseline_A|$WL/baseline.cu|"
        "seed_split_thread|$WL/seed.cu|-DCUCO_PLACEMENT=3 -DCUCO_ISSUER=1 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_comm_ctas=4 -DCUCO_PARAM_push_threads=256"
        "${NEW_IMPLS[@]}"
        "compute_only|$WL/tools/compute_only.cu|")
-for c in "$WL"/cheats/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c|"); done
+for c in "$CH"/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c|"); done
 # KV_PART=new: only what the new variants need (B and the seed beside them,
 # compute-only for the bound), no cheats, no other directive variants.
 KV_PART=${KV_PART:-all}

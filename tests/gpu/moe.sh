@@ -38,6 +38,9 @@ NV=("$NVCC" -arch=sm_90 -std=c++17 -O3 -lineinfo "${INC[@]}" -diag-suppress 177)
 B=${MOE_BUILD:-/tmp/moe_dsv3_build}  # binaries and scratch: NOT under $OUT
 rm -rf "$B"
 mkdir -p "$B/lib" "$B/v"
+. "$ROOT/tests/gpu/cheats.sh"
+CH=$B/cheats  # the cheats as whole sources (they are edits of the seed)
+gpu_cheats "$WL" "$CH" || exit 2
 if [ -n "$NCCL_DIR" ] && [ ! -e "$NCCL_DIR/lib/libnccl.so" ]; then
   so=$(ls "$NCCL_DIR"/lib/libnccl.so* 2>/dev/null | head -1)
   [ -n "$so" ] && ln -sf "$so" "$B/lib/libnccl.so"
@@ -75,7 +78,7 @@ IMPLS=("baseline_A|$WL/baseline.cu|"
        "seed_c8|$WL/seed.cu|-DCUCO_PARAM_comm_ctas=8 -DCUCO_PARAM_disp_threads=256"
        "v_seed|$WL/seed.cu|-DCUCO_VRANKS"
        "v_seed_c8|$WL/seed.cu|-DCUCO_VRANKS -DCUCO_PARAM_comm_ctas=8 -DCUCO_PARAM_disp_threads=256")
-for c in "$WL"/cheats/*.cu; do
+for c in "$CH"/*.cu; do
   IMPLS+=("cheat_$(basename "$c" .cu)|$c|" "v_cheat_$(basename "$c" .cu)|$c|-DCUCO_VRANKS")
 done
 for e in "${IMPLS[@]}"; do
