@@ -67,9 +67,8 @@ static int check_layout(const char *path, const char *text, size_t *hdr,
   int lineno = 0, state = 0, in_header = 1;
 
   if (strncmp(text, EXPECT_PREFIX, strlen(EXPECT_PREFIX)))
-    return err_set(e, ERR_PARSE,
-                   "%s: line 1 is not a '%s STAGE words' line", path,
-                   EXPECT_PREFIX);
+    return err_set(e, ERR_PARSE, "%s: line 1 is not a '%s STAGE words' line",
+                   path, EXPECT_PREFIX);
   *hdr = 0;
   while (*p) {
     size_t n = strcspn(p, "\n");

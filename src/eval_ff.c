@@ -438,10 +438,10 @@ static int load_cheats(const struct eval_opts *o, const char *seed,
       snprintf(why[i], sizeof(why[i]), "%s", ce.msg);
       continue;
     }
-    if (!seed && strlen(names[i]) - cheat_name_len(names[i]) ==
-                     strlen(CHEAT_EDIT_EXT))
-      rc = err_set(e, ERR_NOTFOUND, "%s: no seed %s/%s to apply it to",
-                   path, o->wl->dir, o->wl->seed);
+    if (!seed &&
+        strlen(names[i]) - cheat_name_len(names[i]) == strlen(CHEAT_EDIT_EXT))
+      rc = err_set(e, ERR_NOTFOUND, "%s: no seed %s/%s to apply it to", path,
+                   o->wl->dir, o->wl->seed);
     else
       rc = cheat_source(path, text, seed ? seed : "", &codes[i], e);
     free(text);
