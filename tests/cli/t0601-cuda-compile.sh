@@ -29,7 +29,7 @@ else not_ok "linked $n binaries" "wanted $want: $(grep -A3 FAIL "$TMP/out" | hea
 # A failing compiler is reported per file and fails the script.
 printf '#!/bin/sh\necho "boom: syntax error" >&2\nexit 1\n' >"$TMP/nvcc"
 chmod +x "$TMP/nvcc"
-expect_rc "a failing nvcc fails cuda-compile" 1 env NVCC="$TMP/nvcc" BUILD="$TMP/b" scripts/cuda-compile.sh
+expect_rc "a failing nvcc fails cuda-compile" 1 env NVCC="$TMP/nvcc" BUILD="$TMP/b" CUCO="$CUCO" scripts/cuda-compile.sh
 expect_grep "the failing file and its error are shown" "$TMP/out" "FAIL runtime/rt_main.cu|boom: syntax error"
 
 # Cheats: first line names stage + mechanism; every edit keeps the seed's
