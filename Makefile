@@ -101,8 +101,8 @@ lint:
 format:
 	clang-format -i src/*.c src/*.h tests/unit/*.c
 
-cuda:
-	@scripts/cuda-compile.sh
+cuda: $(BUILD)/cuco
+	@BUILD=$(BUILD) scripts/cuda-compile.sh
 
 # On a GPU machine only (the device run): the GPU scripts named in GPU
 # (default: every workload through cuco eval, then the integrity proof).

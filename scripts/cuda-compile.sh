@@ -3,16 +3,25 @@
 # .cu and every workload .cu, cheats included, with the -I/-D flags that
 # `cuco eval` uses, plus a few directive variants of each seed.  Objects go
 # to $BUILD/cuda and are reused while newer than their sources and headers.
+# The cheats are edits of their seed (cheats/NAME.edit): `cuco eval
+# --write-cheats` writes them out as whole sources under $BUILD/cuda/cheats
+# first (a file is replaced only when its text changed).
 #   NVCC (default nvcc), CUCO_ARCH (sm_90), CUCO_NCCL_INCLUDE (extra -I),
-#   JOBS (2), NVCC_LAUNCHER (words put before nvcc, e.g. "cuco cc --" for
-#   the object cache; the test suite shares one).  Exit 0 when everything compiled; 1 and the errors otherwise.
+#   CUCO ($BUILD/cuco), JOBS (2), NVCC_LAUNCHER (words put before nvcc,
+#   e.g. "cuco cc --" for the object cache; the test suite shares one).
+#   Exit 0 when everything compiled; 1 and the errors otherwise.
 cd "$(dirname "$0")/.." || exit 2
 NVCC=${NVCC:-nvcc}
 ARCH=${CUCO_ARCH:-sm_90}
 OUT=${BUILD:-build}/cuda
 JOBS=${JOBS:-2}
+CUCO=${CUCO:-${BUILD:-build}/cuco}
 if ! command -v "$NVCC" >/dev/null 2>&1; then
   echo "cuda-compile: $NVCC not found" >&2
+  exit 2
+fi
+if ! [ -x "$CUCO" ]; then
+  echo "cuda-compile: $CUCO not found (make $CUCO first: it writes the cheats)" >&2
   exit 2
 fi
 mkdir -p "$OUT"
@@ -33,9 +42,22 @@ SEED_VARIANTS=(
 for wl in workloads/*/; do
   wl=${wl%/}
   name=$(basename "$wl")
-  for f in "$wl"/*.cu "$wl"/cheats/*.cu; do
+  if [ -d "$wl/cheats" ]; then
+    rm -rf "$OUT/cheats.new/$name"
+    "$CUCO" eval "$wl" --write-cheats "$OUT/cheats.new/$name" >/dev/null || exit 1
+    mkdir -p "$OUT/cheats/$name"
+    for f in "$OUT/cheats/$name"/*.cu; do  # a cheat removed: its source goes
+      [ -f "$f" ] && ! [ -f "$OUT/cheats.new/$name/$(basename "$f")" ] && rm -f "$f"
+    done
+    for f in "$OUT/cheats.new/$name"/*.cu; do
+      [ -f "$f" ] || continue
+      cmp -s "$f" "$OUT/cheats/$name/$(basename "$f")" || cp "$f" "$OUT/cheats/$name/"
+    done
+    rm -rf "$OUT/cheats.new/$name"
+  fi
+  for f in "$wl"/*.cu "$OUT/cheats/$name"/*.cu; do
     [ -f "$f" ] || continue
-    tag=$(echo "${f#"$wl"/}" | tr '/' '_')
+    case $f in "$OUT"/*) tag=cheats_$(basename "$f") ;; *) tag=$(basename "$f") ;; esac
     echo "$OUT/${name}_${tag%.cu}.o|$f|$wl|" >>"$jobs_file"
   done
   if [ -f "$wl/seed.cu" ]; then

@@ -157,13 +157,23 @@ struct eval_cheat_tally {
   int need_ranks;              /* 'ranks>=N' on its line, run with fewer */
 };
 
-/* Run every .cu file in WL/cheats/ through the cascade (as device candidates)
- * and check each is rejected at the stage its "// CUCO-EXPECT-REJECT: STAGE
+#define EVAL_MAX_CHEATS 256
+
+/* Run every cheat of WL/cheats/ (NAME.edit: an edit of the seed; NAME.cu: a
+ * whole file; see cheat.h) through the cascade (as device candidates) and
+ * check each is rejected at the stage its "// CUCO-EXPECT-REJECT: STAGE
  * words" line names (a later stage than expected is a failure; so is a
  * pass).  Prints one line per cheat via progress and fills *t.  Returns 0
- * when it ran. */
+ * when it ran; a malformed edit file or two cheats of one name stop it
+ * before any runs (ERR_PARSE naming the file). */
 int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
                 struct err *e) WARN_UNUSED;
+
+/* Write each cheat of WL/cheats/ as OUT_DIR/NAME.cu, the whole source it
+ * stands for (header lines, then the seed with its edit applied), creating
+ * OUT_DIR; *written counts them.  Errors as eval_cheats, and ERR_IO. */
+int eval_cheats_write(const struct eval_opts *o, const char *out_dir,
+                      int *written, struct err *e) WARN_UNUSED;
 
 /* One line: "cheats: 16 of 16 caught as expected" when every cheat was
  * judged and caught, else e.g. "cheats: 1 rejected at static as expected,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "candidate.h"
+#include "cheat.h"
 #include "eval.h"
 #include "file.h"
 #include "workload.h"
@@ -132,51 +133,140 @@ static int cheat_min_ranks(const char *words)
   return v >= 1 && v <= 1024 ? (int)v : 1;
 }
 
-int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
-                struct err *e)
+/* Every cheat file of WL/cheats (sorted) into names[] and the source it
+ * stands for into codes[] (NULL with why[] set when unreadable); a
+ * malformed edit or two cheats of one name fail it all. */
+static int load_cheats(const struct eval_opts *o, const char *seed,
+                       char **names, char **codes, char (*why)[256],
+                       int *count, struct err *e)
 {
-  char dir[WORKLOAD_PATH + 16], *names[256], *seed = NULL;
+  char dir[WORKLOAD_PATH + 16];
   struct dirent *de;
   DIR *d;
   int n = 0, i, rc = 0;
 
-  memset(t, 0, sizeof(*t));
+  *count = 0;
   snprintf(dir, sizeof(dir), "%s/cheats", o->wl->dir);
   d = opendir(dir);
   if (!d)
     return err_set(e, ERR_NOTFOUND, "%s: %s", dir, strerror(errno));
-  while ((de = readdir(d)) && n < 256) {
-    size_t l = strlen(de->d_name);
-    if (l > 3 && !strcmp(de->d_name + l - 3, ".cu"))
-      names[n++] = strdup(de->d_name);
-  }
+  while ((de = readdir(d)) && n < EVAL_MAX_CHEATS)
+    if (cheat_name_len(de->d_name) && (names[n] = strdup(de->d_name)))
+      codes[n++] = NULL;
   closedir(d);
+  *count = n;
   qsort(names, (size_t)n, sizeof(char *), cmp_s);
-  if (o->seed_code) {
-    seed = strdup(o->seed_code);
-  } else {
-    char sp[WORKLOAD_PATH + 160];
-    struct err se;
-    snprintf(sp, sizeof(sp), "%s/%s", o->wl->dir, o->wl->seed);
-    seed = file_read_text(sp, CANDIDATE_MAX_BYTES, &se);
+  for (i = 1; i < n; i++)
+    if (cheat_name_len(names[i]) == cheat_name_len(names[i - 1]) &&
+        !strncmp(names[i], names[i - 1], cheat_name_len(names[i])))
+      return err_set(e, ERR_PARSE, "%s: %s and %s are one cheat twice", dir,
+                     names[i - 1], names[i]);
+  for (i = 0; i < n && !rc; i++) {
+    char path[WORKLOAD_PATH + 300], *text;
+    struct err ce = {0, ""};
+    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+    text = file_read_text(path, CANDIDATE_MAX_BYTES * 2, &ce);
+    if (!text) {
+      snprintf(why[i], sizeof(why[i]), "%s", ce.msg);
+      continue;
+    }
+    if (!seed &&
+        strlen(names[i]) - cheat_name_len(names[i]) == strlen(CHEAT_EDIT_EXT))
+      rc = err_set(e, ERR_NOTFOUND, "%s: no seed %s/%s to apply it to", path,
+                   o->wl->dir, o->wl->seed);
+    else
+      rc = cheat_source(path, text, seed ? seed : "", &codes[i], e);
+    free(text);
   }
+  return rc;
+}
+
+/* The text the cheats are judged against (and edits applied to): the
+ * given seed code, else the workload's seed file; NULL when unreadable. */
+static char *cheat_seed(const struct eval_opts *o)
+{
+  char sp[WORKLOAD_PATH + 160];
+  struct err se;
+
+  if (o->seed_code)
+    return strdup(o->seed_code);
+  snprintf(sp, sizeof(sp), "%s/%s", o->wl->dir, o->wl->seed);
+  return file_read_text(sp, CANDIDATE_MAX_BYTES, &se);
+}
+
+static void free_cheats(char **names, char **codes, int n)
+{
+  int i;
+
+  for (i = 0; i < n; i++) {
+    free(names[i]);
+    free(codes[i]);
+  }
+}
+
+int eval_cheats_write(const struct eval_opts *o, const char *out_dir,
+                      int *written, struct err *e)
+{
+  char *names[EVAL_MAX_CHEATS], *codes[EVAL_MAX_CHEATS];
+  char(*why)[256] = calloc(EVAL_MAX_CHEATS, sizeof(*why));
+  char *seed = cheat_seed(o);
+  int n = 0, i, rc = ERR_NOMEM;
+
+  *written = 0;
+  if (why)
+    rc = load_cheats(o, seed, names, codes, why, &n, e);
+  else
+    err_set(e, ERR_NOMEM, "out of memory");
+  if (!rc)
+    rc = file_mkdirs(out_dir, e);
+  for (i = 0; i < n && !rc; i++) {
+    char path[WORKLOAD_PATH + 300];
+    if (!codes[i]) {
+      rc = err_set(e, ERR_IO, "%s", why[i]);
+      break;
+    }
+    snprintf(path, sizeof(path), "%s/%.*s%s", out_dir,
+             (int)cheat_name_len(names[i]), names[i], CHEAT_WHOLE_EXT);
+    if (!(rc = file_write(path, codes[i], strlen(codes[i]), e)))
+      ++*written;
+  }
+  free_cheats(names, codes, n);
+  free(why);
+  free(seed);
+  return rc;
+}
+
+int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
+                struct err *e)
+{
+  char *names[EVAL_MAX_CHEATS], *codes[EVAL_MAX_CHEATS];
+  char(*why)[256] = calloc(EVAL_MAX_CHEATS, sizeof(*why));
+  char *seed = cheat_seed(o);
+  int n = 0, i, rc = ERR_NOMEM;
+
+  memset(t, 0, sizeof(*t));
+  if (why)
+    rc = load_cheats(o, seed, names, codes, why, &n, e);
+  else
+    err_set(e, ERR_NOMEM, "out of memory");
   for (i = 0; i < n && rc == 0; i++) {
-    char path[WORKLOAD_PATH + 300], words[200], line[480], wd[WORKLOAD_PATH];
+    char words[200], line[480], wd[WORKLOAD_PATH], shown[300];
     struct eval_opts co = *o;
     struct eval_result r;
-    struct err ce = {0, ""};
-    char *code;
+    char *code = codes[i];
     int want, caught;
-    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+    codes[i] = NULL;
     t->n++;
-    code = file_read_text(path, CANDIDATE_MAX_BYTES * 2, &ce);
+    /* named as the whole source it stands for (--write-cheats) */
+    snprintf(shown, sizeof(shown), "%.*s%s", (int)cheat_name_len(names[i]),
+             names[i], CHEAT_WHOLE_EXT);
     if (!code || expect_line(code, &want, words, sizeof(words))) {
       t->failures++;
       if (o->progress)
         o->progress(o->progress_ud, EVAL_STAGE_STATIC, 0,
                     code ? "no valid '// CUCO-EXPECT-REJECT: STAGE words' "
                            "line"
-                         : ce.msg);
+                         : why[i]);
       free(code);
       continue;
     }
@@ -184,11 +274,11 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
     if (seed)
       strip_header(code, seed);
     co.device_candidate = 1;
-    co.impl_name = names[i];
+    co.impl_name = shown;
     co.progress = NULL;
     if (o->work_dir) {
       snprintf(wd, sizeof(wd), "%s/cheats/%.*s", o->work_dir,
-               (int)(strlen(names[i]) - 3), names[i]);
+               (int)cheat_name_len(shown), shown);
       co.work_dir = wd;
     }
     rc = eval_candidate(&co, code, &r, e);
@@ -209,14 +299,14 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
           snprintf(line, sizeof(line),
                    "%s: passed at %d rank%s; its rejection at %s (%s) "
                    "needs %d (not judged: --ranks/--vranks %d)",
-                   names[i], ranks, ranks == 1 ? "" : "s",
+                   shown, ranks, ranks == 1 ? "" : "s",
                    eval_stage_name((enum eval_stage)want), words, need, need);
         } else {
           t->need_bench++;
           snprintf(line, sizeof(line),
                    "%s: passed verify; its rejection at bench (%s) needs "
                    "the bench (not judged: --no-bench)",
-                   names[i], words);
+                   shown, words);
         }
         if (o->progress)
           o->progress(o->progress_ud, r.stage, caught, line);
@@ -236,7 +326,7 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
       snprintf(line, sizeof(line),
                "%s: %s; its rejection at %s (%s) needs "
                "a %s run (not judged)",
-               names[i],
+               shown,
                o->static_only ? "passed the static checks"
                               : "compiled, linked and passed the allowlist",
                eval_stage_name((enum eval_stage)want), words,
@@ -245,14 +335,14 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
       caught = 1;
       t->caught[want]++;
       snprintf(line, sizeof(line), "%s: rejected at %s as expected (%s)",
-               names[i], eval_stage_name(r.stage), r.error);
+               shown, eval_stage_name(r.stage), r.error);
     } else {
       caught = 0;
       t->failures++;
       snprintf(line, sizeof(line),
                "%s: NOT caught as expected at %s (%s): "
                "%s%s %s",
-               names[i], eval_stage_name((enum eval_stage)want), words,
+               shown, eval_stage_name((enum eval_stage)want), words,
                r.status != EVAL_STATUS_OK ? "stopped at " : "it passed",
                r.status != EVAL_STATUS_OK ? eval_stage_name(r.stage) : "",
                r.error);
@@ -261,8 +351,8 @@ int eval_cheats(const struct eval_opts *o, struct eval_cheat_tally *t,
       o->progress(o->progress_ud, r.stage, caught, line);
     eval_result_release(&r);
   }
-  for (i = 0; i < n; i++)
-    free(names[i]);
+  free_cheats(names, codes, n);
+  free(why);
   free(seed);
   return rc;
 }

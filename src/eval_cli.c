@@ -222,6 +222,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       {"seed", required_argument, NULL, 'S'},
       {"secret", required_argument, NULL, 'K'},
       {"cheats", no_argument, NULL, 'X'},
+      {"write-cheats", required_argument, NULL, 'W'},
       {"launcher", required_argument, NULL, 'L'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -231,6 +232,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
   struct cli c = {stdout, NULL};
   struct err e = {0, ""};
   const char *cand = NULL, *impl = NULL, *outdir = NULL, *lname = NULL;
+  const char *cheats_to = NULL;
   struct launcher lau;
   json_t *machine = NULL, *all = json_array();
   int opt, json = 0, cheats = 0, rc = CMD_FAIL, failed = 0;
@@ -326,6 +328,10 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     case 'X':
       cheats = 1;
       break;
+    case 'W':
+      cheats_to = optarg;
+      cheats = 1;
+      break;
     case 'L':
       lname = optarg;
       break;
@@ -350,6 +356,17 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     c.out = stderr;
   if (workload_load(argv[optind], w, &e)) {
     fprintf(stderr, "cuco eval: %s\n", e.msg);
+    goto out;
+  }
+  if (cheats_to) {
+    int nw;
+    o.wl = w;
+    if (eval_cheats_write(&o, cheats_to, &nw, &e)) {
+      fprintf(stderr, "cuco eval: %s\n", e.msg);
+      goto out;
+    }
+    fprintf(c.out, "%s: wrote %d cheats to %s\n", w->name, nw, cheats_to);
+    rc = CMD_OK;
     goto out;
   }
   if (o.sizes) {

@@ -36,38 +36,43 @@ expect_no_grep() {
 done_testing() { echo "1..$_n"; [ "$_failed" -eq 0 ]; }
 
 # check_cheats WL FIRSTLINE_RE MIN: the cheat suite under WL/cheats is
-# well-formed: each cheat's first line matches FIRSTLINE_RE (its
-# CUCO-EXPECT-REJECT), its second line is the seed's first, it differs from
-# WL/seed.cu only inside EVOLVE blocks (what the frozen-text check compares)
-# but does differ; MIN cheats or more (NCHEATS says how many).  When
-# WL/tools/make_cheats.py exists, it reproduces cheats/ byte for byte.
-frozen_text() { # the text outside EVOLVE blocks, minus a first CUCO-EXPECT-REJECT line
-  sed -e '1{/^\/\/ CUCO-EXPECT-REJECT:/d}' "$1" |
+# well-formed.  `cuco eval --write-cheats` turns every cheat into the whole
+# source it stands for under $CHEATS (NAME.edit: the seed with its
+# SEARCH/REPLACE blocks applied by the patch code an LLM's diff goes
+# through; NAME.cu: as it is); each one's first line matches FIRSTLINE_RE
+# (its CUCO-EXPECT-REJECT), it differs from the seed, and only inside
+# EVOLVE blocks for an edit (what the frozen-text check compares); a whole
+# .cu must edit frozen text and say so.  MIN cheats or more (NCHEATS says
+# how many).
+frozen_text() { # the text outside EVOLVE blocks, minus the leading // header of a cheat
+  awk 'NR == FNR && FNR == 1 {first = $0} NR == FNR {next}
+       !started && $0 != first && /^\/\// {next} {started = 1} {print}' "$2" "$1" |
     awk '/EVOLVE-BLOCK-START/{skip=1} !skip{print} /EVOLVE-BLOCK-END/{skip=0}'
 }
 check_cheats() {
-  local wl=$1 re=$2 min=$3 c b n=0
-  frozen_text "$wl/seed.cu" >"$TMP/seed.frozen"
-  for c in "$wl"/cheats/*.cu; do
+  local wl=$1 re=$2 min=$3 c b n=0 m
+  CHEATS=$TMP/cheats/$(basename "$wl")
+  rm -rf "$CHEATS"
+  if "$CUCO" eval "$wl" --write-cheats "$CHEATS" >"$TMP/wc.out" 2>&1; then ok "cuco eval --write-cheats $(basename "$wl")"
+  else not_ok "cuco eval --write-cheats $(basename "$wl")" "$(cat "$TMP/wc.out")"; fi
+  frozen_text "$wl/seed.cu" "$wl/seed.cu" >"$TMP/seed.frozen"
+  for c in "$wl"/cheats/*.edit "$wl"/cheats/*.cu; do
     [ -f "$c" ] || continue
-    b=$(basename "$c"); n=$((n + 1))
-    if head -1 "$c" | grep -qE -- "$re"; then ok "cheat $b has a CUCO-EXPECT-REJECT first line"
-    else not_ok "cheat $b has a CUCO-EXPECT-REJECT first line" "$(head -1 "$c")"; fi
-    frozen_text "$c" >"$TMP/c.frozen"
-    if [ "$(sed -n 2p "$c")" = "$(head -1 "$wl/seed.cu")" ] && cmp -s "$TMP/seed.frozen" "$TMP/c.frozen"; then
-      ok "cheat $b changes only the EVOLVE block"
-    else not_ok "cheat $b changes only the EVOLVE block" "$(diff "$TMP/seed.frozen" "$TMP/c.frozen" | head -5)"; fi
-    if cmp -s "$wl/seed.cu" "$c"; then not_ok "cheat $b differs from the seed" "identical"
+    b=$(basename "$c"); n=$((n + 1)); m=$CHEATS/${b%.*}.cu
+    if head -1 "$m" | grep -qE -- "$re"; then ok "cheat $b has a CUCO-EXPECT-REJECT first line"
+    else not_ok "cheat $b has a CUCO-EXPECT-REJECT first line" "$(head -1 "$m")"; fi
+    frozen_text "$m" "$wl/seed.cu" >"$TMP/c.frozen"
+    if [ "${b%.edit}" != "$b" ]; then
+      if cmp -s "$TMP/seed.frozen" "$TMP/c.frozen"; then ok "cheat $b changes only the EVOLVE blocks"
+      else not_ok "cheat $b changes only the EVOLVE blocks" "$(diff "$TMP/seed.frozen" "$TMP/c.frozen" | head -5)"; fi
+    elif ! cmp -s "$TMP/seed.frozen" "$TMP/c.frozen" && grep -q "^// A whole file, not an edit" "$c"; then
+      ok "whole-file cheat $b edits frozen text and says why it is whole"
+    else not_ok "whole-file cheat $b edits frozen text and says why it is whole" "an EVOLVE-only cheat is a NAME.edit"; fi
+    if cmp -s "$wl/seed.cu" <(sed 1d "$m"); then not_ok "cheat $b differs from the seed" "identical"
     else ok "cheat $b differs from the seed"; fi
   done
   NCHEATS=$n
   if [ "$n" -ge "$min" ]; then ok "$min cheats or more ($n)"; else not_ok "$min cheats or more" "$n"; fi
-  [ -f "$wl/tools/make_cheats.py" ] || return 0
-  rm -rf "$TMP/mkwl" && mkdir -p "$TMP/mkwl/cheats" "$TMP/mkwl/tools"
-  cp "$wl/seed.cu" "$TMP/mkwl/" && cp "$wl/tools/make_cheats.py" "$TMP/mkwl/tools/"
-  (cd "$TMP/mkwl" && python3 tools/make_cheats.py) >"$TMP/mk.log" 2>&1
-  if diff -r "$TMP/mkwl/cheats" "$wl/cheats" >"$TMP/mk.diff"; then ok "tools/make_cheats.py reproduces cheats/"
-  else not_ok "tools/make_cheats.py reproduces cheats/" "$(head -5 "$TMP/mk.diff") $(cat "$TMP/mk.log")"; fi
 }
 
 # nvcc through cuco's object cache (`cuco cc`, src/objcache.c): tests/run.sh

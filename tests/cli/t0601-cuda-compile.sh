@@ -15,7 +15,7 @@ B=${BUILD:-build}
 # same files with the same flags (lib.sh nv_wl) and take them from there
 expect_rc "cuda-compile compiles everything" 0 env BUILD="$B" NVCC_LAUNCHER="${CCW[*]}" scripts/cuda-compile.sh
 n=$(grep -c '^ok' "$TMP/out")
-want=$(( $(ls runtime/*.cu | wc -l) + $(ls workloads/*/*.cu workloads/*/cheats/*.cu | wc -l) + 3 * $(ls workloads/*/seed.cu | wc -l) ))
+want=$(( $(ls runtime/*.cu | wc -l) + $(ls workloads/*/*.cu workloads/*/cheats/*.cu workloads/*/cheats/*.edit | wc -l) + 3 * $(ls workloads/*/seed.cu | wc -l) ))
 if [ "$n" -eq "$want" ]; then ok "compiled $n files (runtime, workloads, cheats, seed variants)"
 else not_ok "compiled $n files" "wanted $want: $(tail -5 "$TMP/out")"; fi
 
@@ -24,37 +24,20 @@ else not_ok "compiled $n files" "wanted $want: $(tail -5 "$TMP/out")"; fi
 # linked).
 expect_rc "cuda-link links every implementation" 0 env BUILD="$B" scripts/cuda-link.sh
 n=$(grep -c '^ok' "$TMP/out")
-want=$(( $(ls workloads/*/*.cu workloads/*/cheats/*.cu | wc -l) - $(ls workloads/*/reference.cu | wc -l) + 3 * $(ls workloads/*/seed.cu | wc -l) ))
+want=$(( $(ls workloads/*/*.cu workloads/*/cheats/*.cu workloads/*/cheats/*.edit | wc -l) - $(ls workloads/*/reference.cu | wc -l) + 3 * $(ls workloads/*/seed.cu | wc -l) ))
 if [ "$n" -eq "$want" ]; then ok "linked $n binaries (implementations, cheats, seed variants)"
 else not_ok "linked $n binaries" "wanted $want: $(grep -A3 FAIL "$TMP/out" | head -12)"; fi
 
 # A failing compiler is reported per file and fails the script.
 printf '#!/bin/sh\necho "boom: syntax error" >&2\nexit 1\n' >"$TMP/nvcc"
 chmod +x "$TMP/nvcc"
-expect_rc "a failing nvcc fails cuda-compile" 1 env NVCC="$TMP/nvcc" BUILD="$TMP/b" scripts/cuda-compile.sh
+expect_rc "a failing nvcc fails cuda-compile" 1 env NVCC="$TMP/nvcc" BUILD="$TMP/b" CUCO="$CUCO" scripts/cuda-compile.sh
 expect_grep "the failing file and its error are shown" "$TMP/out" "FAIL runtime/rt_main.cu|boom: syntax error"
 
-# Cheats: first line names stage + mechanism; all but frozen_edit keep the
-# seed's frozen text byte-identical (only the EVOLVE block differs).
-for c in workloads/gemm_allgather/cheats/*.cu; do
-  name=$(basename "$c" .cu)
-  if head -1 "$c" | grep -qE '^// CUCO-EXPECT-REJECT: (static|build|allowlist|verify|bench) [a-z0-9_-]+'; then
-    ok "$name declares its expected rejection"
-  else
-    not_ok "$name declares its expected rejection" "$(head -1 "$c")"
-  fi
-  # Frozen text: the file minus a first CUCO-EXPECT-REJECT line, minus blocks.
-  frozen() { sed -e '1{/^\/\/ CUCO-EXPECT-REJECT:/d}' "$1" |
-             sed '/EVOLVE-BLOCK-START/,/EVOLVE-BLOCK-END/d'; }
-  if [ "$name" = frozen_edit ]; then
-    if [ "$(frozen "$c")" != "$(frozen workloads/gemm_allgather/seed.cu)" ]; then ok "frozen_edit edits frozen text"
-    else not_ok "frozen_edit edits frozen text" "identical"; fi
-  elif [ "$(frozen "$c")" = "$(frozen workloads/gemm_allgather/seed.cu)" ]; then
-    ok "$name keeps the seed's frozen text"
-  else
-    not_ok "$name keeps the seed's frozen text" "$(diff <(frozen "$c") <(frozen workloads/gemm_allgather/seed.cu) | head -5)"
-  fi
-done
+# Cheats: first line names stage + mechanism; every edit keeps the seed's
+# frozen text byte-identical (only the EVOLVE block differs); the one whole
+# file (frozen_edit.cu) edits frozen text and says why it is whole.
+check_cheats "$ROOT/workloads/gemm_allgather" '^// CUCO-EXPECT-REJECT: (static|build|allowlist|verify|bench) [a-z0-9_-]+' 20
 
 # Link one binary when libnccl/cuBLAS are here; without a GPU it must still
 # honour the CLI contract: usage errors exit 2, a device error exits 4 and

@@ -69,10 +69,15 @@ for f in "$ROOT"/workloads/*/seed.cu; do
   expect_rc "$f compiles (-DCUCO_VRANKS)" 0 \
     nv_wl "$(dirname "$f")" -DCUCO_VRANKS -- "$f" "$TMP/wl.o"
 done
-for f in "$ROOT"/workloads/*/cheats/*.cu; do
-  [ -f "$f" ] || continue
-  expect_rc "${f#"$ROOT"/} compiles (-DCUCO_VRANKS)" 0 \
-    fe "$TMP/wl.ii" -I"$(dirname "$(dirname "$f")")" -DCUCO_VRANKS "$f"
+for w in "$ROOT"/workloads/*/; do
+  w=${w%/}
+  [ -d "$w/cheats" ] || continue
+  expect_rc "cuco eval --write-cheats ${w#"$ROOT"/}" 0 "$CUCO" eval "$w" --write-cheats "$TMP/ch/${w##*/}"
+  for f in "$TMP/ch/${w##*/}"/*.cu; do
+    [ -f "$f" ] || continue
+    expect_rc "${w#"$ROOT"/}/cheats/$(basename "$f" .cu) compiles (-DCUCO_VRANKS)" 0 \
+      fe "$TMP/wl.ii" -I"$w" -DCUCO_VRANKS "$f"
+  done
 done
 
 expect_rc "host ncclTeamLsa(ncclComm_t) fails to compile" 1 \

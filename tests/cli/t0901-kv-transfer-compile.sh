@@ -2,9 +2,10 @@
 # kv_transfer (issue 12): every file of the workload compiles for sm_90
 # (baselines, reference, the seed under several directive sets incl. the
 # GIN path, the compute-only bound tool, every cheat, and the seed and
-# cheats in virtual-rank mode when the runtime has it); the cheats carry a
-# CUCO-EXPECT-REJECT first line and differ from the seed only inside the
-# EVOLVE block; workload.ini sizes match the GPU script.  No GPU needed.
+# cheats in virtual-rank mode when the runtime has it); the cheats (edits of
+# the seed) carry a CUCO-EXPECT-REJECT first line and differ from the seed
+# only inside the EVOLVE block; workload.ini sizes match the GPU script.
+# No GPU needed.
 . "$(dirname "$0")/lib.sh"
 
 WL=$ROOT/workloads/kv_transfer
@@ -76,7 +77,7 @@ expect_rc "seed.cu refuses pull on the GIN backend" 1 \
   "${NV[@]}" -DCUCO_BACKEND=2 -DCUCO_PARAM_direction=pull -c "$WL/seed.cu" -o "$TMP/o.o"
 expect_grep "the GIN refusal names the reason" "$TMP/err" "are LSA designs"
 expect_no_grep "per_tile builds without warnings" "$TMP/ptxas_tile.log" "warning"
-for c in "$W"/cheats/*.cu; do cw "cheats/$(basename "$c")" "$c"; done
+for c in "$CHEATS"/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
 if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
   cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
   cc "seed.cu split per_chunk in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \

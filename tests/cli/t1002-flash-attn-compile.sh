@@ -2,9 +2,9 @@
 # flash_attn_cp (issue 13): every file of the workload compiles for sm_90
 # (reference, baselines A/B/C, the seed under several directive sets incl.
 # pattern=allgather and the GIN path, every cheat, and the seed, reference
-# and a cheat in virtual-rank mode); the cheats carry a CUCO-EXPECT-REJECT
-# first line and differ from the seed only inside the EVOLVE block (and
-# tools/make_cheats.py reproduces them); `cuco eval --static-only` passes
+# and a cheat in virtual-rank mode); the cheats (edits of the seed) carry a
+# CUCO-EXPECT-REJECT first line and differ from the seed only inside the
+# EVOLVE block (check_cheats); `cuco eval --static-only` passes
 # the seed and the cheat suite; a candidate that defines the reference's
 # input hook is refused; the runtime's "written, not compared" class
 # (RT_EXP_ANY) on the CPU.  No GPU needed.
@@ -114,10 +114,10 @@ cc "seed.cu thread issuer slots=3 64KiB" "$WL/seed.cu" -DCUCO_ISSUER=1 -DCUCO_PA
 cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_v2
 expect_rc "seed.cu refuses placement=split" 1 "${NV[@]}" -DCUCO_PLACEMENT=3 -c "$WL/seed.cu" -o "$TMP/o.o"
 expect_grep "split refusal names the reason" "$TMP/err" "placement=deferred only"
-for c in "$W"/cheats/*.cu; do cw "cheats/$(basename "$c")" "$c"; done
+for c in "$CHEATS"/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
 cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
 cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
-cc "cheats/stale_slot.cu in virtual-rank mode" "$WL/cheats/stale_slot.cu" -DCUCO_VRANKS
+cc "cheats/stale_slot.cu in virtual-rank mode" "$CHEATS/stale_slot.cu" -DCUCO_VRANKS
 cc "tools/plan_check.cu" "$WL/tools/plan_check.cu"
 cc_collect
 

@@ -1,7 +1,7 @@
 #!/bin/bash
-# moe_dsv3 (issue 18), no GPU needed: the cheats carry a CUCO-EXPECT-REJECT
-# first line and differ from the seed only inside the EVOLVE block (and
-# tools/make_cheats.py reproduces them); `cuco eval --static-only` accepts
+# moe_dsv3 (issue 18), no GPU needed: the cheats (edits of the seed) carry a
+# CUCO-EXPECT-REJECT first line and differ from the seed only inside the
+# EVOLVE block (check_cheats); `cuco eval --static-only` accepts
 # the baselines and seed and every cheat passes the static stage; every .cu
 # compiles for sm_90 (reference, both baselines, the seed, its GIN path, the
 # seed and reference in virtual-rank mode, every cheat), two at a time.
@@ -80,7 +80,7 @@ if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
   cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
   cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
 fi
-for c in "$W"/cheats/*.cu; do cw "cheats/$(basename "$c")" "$c"; done
+for c in "$CHEATS"/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
 cc "tools/gemm_bench.cu" "$WL/tools/gemm_bench.cu"
 wait
 for i in "${!jobs_list[@]}"; do

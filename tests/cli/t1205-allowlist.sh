@@ -86,9 +86,10 @@ if ! "$CUCO" doctor --json -o "$TMP/m.json" >/dev/null 2>&1 ||
   ok "# SKIP no nvcc or NCCL headers: no compile-only build"
   done_testing; exit 0
 fi
+expect_rc "the cheats as whole sources" 0 "$CUCO" eval "$G" --write-cheats "$TMP/cheats"
 for c in internal_call raw_syscall; do
-  expect_grep "cheat $c expects the allowlist" "$G/cheats/$c.cu" "^// CUCO-EXPECT-REJECT: allowlist "
-  sed 1d "$G/cheats/$c.cu" >"$TMP/$c.cu"
+  expect_grep "cheat $c expects the allowlist" "$G/cheats/$c.edit" "^// CUCO-EXPECT-REJECT: allowlist "
+  sed 1d "$TMP/cheats/$c.cu" >"$TMP/$c.cu"
 done
 expect_rc "a runtime-internal call passes the static check" 0 "$CUCO" eval "$G" --candidate "$TMP/internal_call.cu" --static-only
 expect_rc "a runtime-internal call is rejected at --compile-only" 1 "$CUCO" eval "$G" --candidate "$TMP/internal_call.cu" --compile-only --build-timeout 900

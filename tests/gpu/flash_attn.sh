@@ -32,6 +32,9 @@ gpu_out "$ROOT/build/gpu-attn"
 gpu_nvls_off
 WL=$ROOT/workloads/flash_attn_cp
 gpu_nvcc_env "$WL" "${ATTN_BUILD:-/tmp/flash_attn_build}"  # B: binaries and scratch, NOT under $OUT
+. "$ROOT/tests/gpu/cheats.sh"
+CH=$B/cheats  # the cheats as whole sources (they are edits of the seed)
+gpu_cheats "$WL" "$CH" || exit 2
 gpu_harness_init flash_attn
 
 # ---- build -------------------------------------------------------------------------
@@ -51,7 +54,7 @@ IMPLS=("A|$WL/baseline.cu||real"
        "seed|$WL/seed.cu||real vr"
        "seed_ag_warp|$WL/seed.cu|-DCUCO_PARAM_pattern=allgather -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16|real vr"
        "seed_s3_thread|$WL/seed.cu|-DCUCO_PARAM_slots=3 -DCUCO_ISSUER=1 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_copy_threads=256|real vr")
-for c in "$WL"/cheats/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c||real vr"); done
+for c in "$CH"/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c||real vr"); done
 if [ "$PART" = bench ]; then  # only what the bench runs
   IMPLS=("${IMPLS[@]:0:4}"); IMPLS[3]="seed|$WL/seed.cu||real"
 fi
@@ -131,7 +134,7 @@ for s in v_tiny v_small v_odd v_1000 v_contig v_gqa; do
   first=0
 done
 # ---- 3. cheats at R = 1 ------------------------------------------------------------------
-for c in "$WL"/cheats/*.cu; do
+for c in "$CH"/*.cu; do
   cn=$(basename "$c" .cu)
   if [[ "$R1_CAUGHT" == *" $cn "* ]]; then
     run real "cheat_$cn" v_gqa verify 3 60 "${WHY[$cn]}" --perturb
@@ -147,7 +150,7 @@ for R in 2 4 8; do
   run vr seed v_odd verify 0 120 "" --vranks "$R"
 done
 for R in 2 4; do
-  for c in "$WL"/cheats/*.cu; do
+  for c in "$CH"/*.cu; do
     cn=$(basename "$c" .cu)
     if [ "$cn" = slot_race ]; then
       run vr "cheat_$cn" v_1000 verify any 120 "" --vranks "$R"

@@ -74,7 +74,9 @@ build_impl seed_global $WL/seed.cu -DCUCO_SYNC=CUCO_SYNC_GLOBAL -DCUCO_PLACEMENT
 pids+=($!)
 build_impl seed_chunk $WL/seed.cu -DCUCO_SYNC=CUCO_SYNC_PER_CHUNK -DCUCO_ISSUER=CUCO_ISSUER_THREAD -DCUCO_CHUNK_BYTES=65536 &
 pids+=($!)
-for c in $WL/cheats/*.cu; do
+. tests/gpu/cheats.sh
+gpu_cheats "$WL" "$W/cheats" || exit 2  # whole sources (edits of the seed)
+for c in "$W"/cheats/*.cu; do
   n=cheat_$(basename "$c" .cu)
   CHEATS+=("$n")
   build_impl "$n" "$c" &

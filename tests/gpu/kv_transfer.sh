@@ -32,6 +32,9 @@ gpu_out "$ROOT/build/gpu-kv"
 gpu_nvls_off
 WL=$ROOT/workloads/kv_transfer
 gpu_nvcc_env "$WL" "${KV_BUILD:-/tmp/kv_transfer_build}"  # B: binaries and scratch, NOT under $OUT
+. "$ROOT/tests/gpu/cheats.sh"
+CH=$B/cheats  # the cheats as whole sources (they are edits of the seed)
+gpu_cheats "$WL" "$CH" || exit 2
 gpu_harness_init kv_transfer
 
 # ---- build: runtime + reference once, then each implementation -------------
@@ -57,7 +60,7 @@ IMPLS=("baseline_A|$WL/baseline.cu|"
        "seed_split_thread|$WL/seed.cu|-DCUCO_PLACEMENT=3 -DCUCO_ISSUER=1 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_comm_ctas=4 -DCUCO_PARAM_push_threads=256"
        "${NEW_IMPLS[@]}"
        "compute_only|$WL/tools/compute_only.cu|")
-for c in "$WL"/cheats/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c|"); done
+for c in "$CH"/*.cu; do IMPLS+=("cheat_$(basename "$c" .cu)|$c|"); done
 # KV_PART=new: only what the new variants need (B and the seed beside them,
 # compute-only for the bound), no cheats, no other directive variants.
 KV_PART=${KV_PART:-all}

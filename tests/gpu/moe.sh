@@ -26,6 +26,9 @@ gpu_out "$ROOT/build/gpu-moe"
 gpu_nvls_off
 WL=$ROOT/workloads/moe_dsv3
 gpu_nvcc_env "$WL" "${MOE_BUILD:-/tmp/moe_dsv3_build}" -diag-suppress 177  # B: NOT under $OUT
+. "$ROOT/tests/gpu/cheats.sh"
+CH=$B/cheats  # the cheats as whole sources (they are edits of the seed)
+gpu_cheats "$WL" "$CH" || exit 2
 mkdir -p "$B/v"
 gpu_harness_init moe gemm.json
 
@@ -45,7 +48,7 @@ IMPLS=("baseline_A|$WL/baseline.cu|"
        "seed_c8|$WL/seed.cu|-DCUCO_PARAM_comm_ctas=8 -DCUCO_PARAM_disp_threads=256"
        "v_seed|$WL/seed.cu|-DCUCO_VRANKS"
        "v_seed_c8|$WL/seed.cu|-DCUCO_VRANKS -DCUCO_PARAM_comm_ctas=8 -DCUCO_PARAM_disp_threads=256")
-for c in "$WL"/cheats/*.cu; do
+for c in "$CH"/*.cu; do
   IMPLS+=("cheat_$(basename "$c" .cu)|$c|" "v_cheat_$(basename "$c" .cu)|$c|-DCUCO_VRANKS")
 done
 gpu_build_impls IMPLS "$B" "$J"

@@ -98,6 +98,9 @@ if [ "$PART" != proto ] && [ -f "$WL/reference.cu" ] && [ -f "$ROOT/runtime/rt_m
     LIBS+=(-L"$NCCL_DIR/lib" -lnccl -Xlinker -rpath -Xlinker "$NCCL_DIR/lib")  # nvcc takes no .so path
   else LIBS+=(-lnccl); fi
   OBJ=$OUT/obj; mkdir -p "$OBJ"
+  . "$ROOT/tests/gpu/cheats.sh"
+  CH=$(mktemp -d /tmp/cuco-vranks-cheats.XXXXXX)  # whole sources (edits of the seed), not under OUT
+  gpu_cheats "$WL" "$CH" || exit 2
   NVF=(-arch=sm_90 -std=c++17 -O3 -DCUCO_VRANKS "${INC[@]}" -I"$WL")
   pids=()
   cc() { # object source defines...: one compile in the background
@@ -122,7 +125,7 @@ if [ "$PART" != proto ] && [ -f "$WL/reference.cu" ] && [ -f "$ROOT/runtime/rt_m
     cc seed_chunk "$WL/seed.cu" -DCUCO_SYNC=CUCO_SYNC_PER_CHUNK -DCUCO_ISSUER=CUCO_ISSUER_THREAD -DCUCO_CHUNK_BYTES=65536 & pids+=($!)
     IMPLS+=(seed seed_global seed_chunk)
   fi
-  for c in "$WL"/cheats/*.cu; do
+  for c in "$CH"/*.cu; do
     [ -f "$c" ] || continue
     cn=cheat_$(basename "$c" .cu)
     if [ "$PART" = quick ]; then
@@ -194,7 +197,7 @@ if [ "$PART" != proto ] && [ -f "$WL/reference.cu" ] && [ -f "$ROOT/runtime/rt_m
     # The cheat suite at R=2: the three that need two ranks must be caught
     # (exit 3); the others target single-rank mechanisms (host clock, static
     # checks...) and are only recorded.
-    for c in "$WL"/cheats/*.cu; do
+    for c in "$CH"/*.cu; do
       [ -f "$c" ] || continue
       cn=cheat_$(basename "$c" .cu)
       [ -x "$OBJ/$cn" ] || continue  # PART=quick builds only the two-rank ones

@@ -1,4 +1,7 @@
 // CUCO-EXPECT-REJECT: static frozen
+// A whole file, not an edit: it edits frozen text (the gathered buffer declared
+// RT_SCRATCH instead of RT_RECV, so the runtime stops poisoning it), which the
+// patch path an edit goes through refuses.
 // workloads/gemm_allgather/seed.cu - device-initiated GEMM + AllGather.
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
