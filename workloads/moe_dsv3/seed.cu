@@ -337,7 +337,7 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
       rt_check_coresident(ctx, (const void *)sd_combine, C, CUCO_PARAM_disp_threads, 0) != 0)
     return -1;
 #endif
-  RT_CUDA(ctx, cudaStreamCreateWithFlags(&u->side, cudaStreamNonBlocking));
+  u->side = u->c.side;  // the core's side stream, which blas2 is bound to (wl_moe.cuh)
   RT_CUDA(ctx, cudaEventCreateWithFlags(&u->fork, cudaEventDisableTiming));
   RT_CUDA(ctx, cudaEventCreateWithFlags(&u->join, cudaEventDisableTiming));
   return 0;
@@ -352,8 +352,7 @@ extern "C" void wl_teardown(struct wl_ctx *ctx) {
   if (u->recmap_h) cudaFreeHost(u->recmap_h);
   if (u->fork) cudaEventDestroy(u->fork);
   if (u->join) cudaEventDestroy(u->join);
-  if (u->side) cudaStreamDestroy(u->side);
-  moe_core_free(&u->c);
+  moe_core_free(&u->c);  // and the side stream with it
   free(u);
   rt_set_user(ctx, NULL);
 }
