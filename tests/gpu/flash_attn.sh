@@ -34,7 +34,7 @@ WL=$ROOT/workloads/flash_attn_cp
 gpu_nvcc_env "$WL" "${ATTN_BUILD:-/tmp/flash_attn_build}"  # B: binaries and scratch, NOT under $OUT
 . "$ROOT/tests/gpu/cheats.sh"
 CH=$B/cheats  # the cheats as whole sources (they are edits of the seed)
-gpu_cheats "$WL" "$CH" || exit 2
+gpu_cheats "$WL" "$CH" --verify-only || exit 2
 gpu_harness_init flash_attn
 
 # ---- build -------------------------------------------------------------------------
@@ -122,8 +122,9 @@ declare -A WHY=(
   [skip_blocks]="local-check:|rel-l2:" # needles and rel-l2
   [doubled_hop]="local-check:|rel-l2:" # LSE bound (R = 1), needles (R >= 2)
   [skipped_hop]="nan:|rel-l2:|local-check:"
-  [early_clock]="poison:")             # snapshot at the end event
-R1_CAUGHT=" skip_blocks doubled_hop skipped_hop early_clock "
+  [early_clock]="poison:"              # snapshot at the end event
+  [regen_inputs]="rel-l2:|local-check:") # secret input keys (issue 22)
+R1_CAUGHT=" skip_blocks doubled_hop skipped_hop early_clock regen_inputs "
 
 if [ "$PART" != bench ]; then
 # ---- 2. verify at R = 1 --------------------------------------------------------------

@@ -34,7 +34,7 @@ WL=$ROOT/workloads/kv_transfer
 gpu_nvcc_env "$WL" "${KV_BUILD:-/tmp/kv_transfer_build}"  # B: binaries and scratch, NOT under $OUT
 . "$ROOT/tests/gpu/cheats.sh"
 CH=$B/cheats  # the cheats as whole sources (they are edits of the seed)
-gpu_cheats "$WL" "$CH" || exit 2
+gpu_cheats "$WL" "$CH" --verify-only || exit 2
 gpu_harness_init kv_transfer
 
 # ---- build: runtime + reference once, then each implementation -------------

@@ -28,7 +28,7 @@ WL=$ROOT/workloads/moe_dsv3
 gpu_nvcc_env "$WL" "${MOE_BUILD:-/tmp/moe_dsv3_build}" -diag-suppress 177  # B: NOT under $OUT
 . "$ROOT/tests/gpu/cheats.sh"
 CH=$B/cheats  # the cheats as whole sources (they are edits of the seed)
-gpu_cheats "$WL" "$CH" || exit 2
+gpu_cheats "$WL" "$CH" --verify-only || exit 2
 mkdir -p "$B/v"
 gpu_harness_init moe gemm.json
 
