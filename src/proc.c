@@ -392,6 +392,24 @@ static void sup_term(pid_t leader, int leader_alive, int sig)
     kill(kids[i], sig);
 }
 
+/* Whether PID has exited and waits to be reaped (state Z in its stat). */
+static int sup_is_zombie(pid_t pid)
+{
+  char path[64] = "/proc/", buf[512];
+  const char *p;
+  size_t l = 6;
+  ssize_t len;
+
+  l += put_uint(path + l, (unsigned long)pid);
+  memcpy(path + l, "/stat", 6);
+  len = read_small(path, buf, sizeof(buf) - 1);
+  if (len <= 0)
+    return 1; /* gone already */
+  buf[len] = '\0';
+  p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 /* SIGKILL the whole tree until we have no child left; report. */
 static void __attribute__((noreturn))
 sup_finish(const struct sup *s, pid_t leader, int leader_alive)
@@ -402,13 +420,23 @@ sup_finish(const struct sup *s, pid_t leader, int leader_alive)
 
   if (leader_alive)
     kill(-leader, SIGKILL);
+  /* Not left running: what has exited already (reaped first, zombies
+   * skipped below), and, when the leader ended by itself, a child that
+   * ends with it (a launcher's helper exiting just after srun does):
+   * 200 ms for those to go before anything left counts as a stray. */
+  sup_reap(s, leader, &leader_alive);
+  for (iter = 0; !leader_alive && iter < 20 && sup_has_children(); iter++) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    sup_reap(s, leader, &leader_alive);
+  }
   for (iter = 0; iter < 100000; iter++) {
     n = sup_children(self, kids, 256);
     for (i = 0; i < n; i++) {
       int j, known = 0;
       /* Under bwrap the kernel kills the PID namespace with its init: what
        * is left is bwrap's own teardown, no stray of the candidate. */
-      if (kids[i] != leader && s->classify) {
+      if (kids[i] != leader && s->classify && !sup_is_zombie(kids[i])) {
         for (j = 0; j < nseen; j++)
           known |= seen[j] == kids[i];
         if (!known) {

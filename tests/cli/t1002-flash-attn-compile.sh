@@ -12,7 +12,7 @@
 
 WL=$ROOT/workloads/flash_attn_cp
 # --- static checks (no compiler needed) ---
-check_cheats "$WL" '^// CUCO-EXPECT-REJECT: verify (recv-poison|poison|local-check|nan|snapshot|perturb|rel-l2|fresh-inputs)' 7
+check_cheats "$WL" '^// CUCO-EXPECT-REJECT: (verify (recv-poison|poison|local-check|nan|snapshot|perturb|rel-l2|fresh-inputs)|bench timed-verify)' 7
 awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -6 >"$TMP/evhead"
 expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
   '^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=global issuer=cta chunk=1MiB$'
