@@ -327,6 +327,24 @@ static void test_daemon_killed(void **state)
   proc_result_release(&r);
 }
 
+/* A child that ends with its leader, just after it (a launcher's helper
+ * exiting after srun did), is not left running: before, under load, it
+ * was killed and counted as a stray, and an honest srun step failed. */
+static void test_child_ending_with_leader(void **state)
+{
+  const char *const a[] = {"/bin/sh", "-c",
+                           "(sleep 0.05; exit 0) >/dev/null 2>&1 & exit 0",
+                           NULL};
+  struct proc_result r;
+  (void)state;
+  assert_int_equal(run(a, 30, 0, &r), 0);
+  assert_int_equal(r.outcome, PROC_EXITED);
+  assert_int_equal(r.exit_code, 0);
+  assert_int_equal(r.strays, 0);
+  assert_true(proc_ok(&r));
+  proc_result_release(&r);
+}
+
 /* The leader hangs past the deadline; its setsid grandchild ignores
  * SIGTERM and holds stdout: the deadline still holds. */
 static void test_timeout_setsid(void **state)
@@ -515,6 +533,7 @@ int main(int argc, char **argv)
       cmocka_unit_test(test_not_found),
       cmocka_unit_test(test_setsid_holding_output),
       cmocka_unit_test(test_daemon_killed),
+      cmocka_unit_test(test_child_ending_with_leader),
       cmocka_unit_test(test_timeout_setsid),
       cmocka_unit_test(test_output_redacted),
       cmocka_unit_test(test_exec_failure),
