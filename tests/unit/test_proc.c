@@ -332,9 +332,8 @@ static void test_daemon_killed(void **state)
  * was killed and counted as a stray, and an honest srun step failed. */
 static void test_child_ending_with_leader(void **state)
 {
-  const char *const a[] = {"/bin/sh", "-c",
-                           "(sleep 0.05; exit 0) >/dev/null 2>&1 & exit 0",
-                           NULL};
+  const char *const a[] = {
+      "/bin/sh", "-c", "(sleep 0.05; exit 0) >/dev/null 2>&1 & exit 0", NULL};
   struct proc_result r;
   (void)state;
   assert_int_equal(run(a, 30, 0, &r), 0);
