@@ -1,7 +1,8 @@
 #!/bin/bash
 # tests/gpu/final.sh - the checks left after a session's earlier GPU calls,
 # one cuco eval at a time (never two on one GPU), in priority order, under
-# a deadline (DEADLINE s, default 480: nothing starts after it).  Carry
+# a deadline (DEADLINE s, default 480: nothing starts after it); ONLY="a b"
+# runs only the checks named.  Carry
 # ./cuco and .gpulibs/.  Writes final.txt (verdict lines) and final.log.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd); cd "$ROOT" || exit 2
@@ -14,6 +15,7 @@ DEADLINE=${DEADLINE:-480}; T0=$(date +%s); W=/tmp/final; mkdir -p $W
 : >"$OUT/final.txt"; : >"$OUT/final.log"
 ev() { # name timeout args...
   local n=$1 t=$2; shift 2
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $n "* ]]; then return; fi
   if [ $(( $(date +%s) - T0 )) -gt "$DEADLINE" ]; then echo "SKIP $n (deadline)" | tee -a "$OUT/final.txt"; return; fi
   local s=$(date +%s)
   timeout $((t + 60)) ./cuco eval "$@" --timeout "$t" --out "$W/$n" >"$W/$n.txt" 2>&1; local rc=$?
@@ -25,11 +27,16 @@ ev fa_r1      90 workloads/flash_attn_cp --impl all --no-bench
 ev fa_v2      90 workloads/flash_attn_cp --vranks 2 --no-bench
 ev moe_v4     90 workloads/moe_dsv3 --vranks 4 --no-bench
 ev kv_v2      60 workloads/kv_transfer --vranks 2 --no-bench
+ev kv_r1      90 workloads/kv_transfer --impl all --no-bench
+ev moe_r1     90 workloads/moe_dsv3 --impl all --no-bench
+ev kv_v4      60 workloads/kv_transfer --vranks 4 --no-bench
 ev gemm_r1    60 workloads/gemm_allgather --impl all --no-bench
 ev fa_cheats  60 workloads/flash_attn_cp --cheats --no-bench
 ev fa_v4      90 workloads/flash_attn_cp --vranks 4 --no-bench
 ev moe_v8     90 workloads/moe_dsv3 --vranks 8 --no-bench
 ev gemm_cheats 60 workloads/gemm_allgather --cheats --no-bench
+ev kv_cheats  60 workloads/kv_transfer --cheats
+ev moe_cheats 60 workloads/moe_dsv3 --cheats
 for n in kv_v2 moe_v4; do for f in $(find $W/$n -name 'run.log' | head -2); do
   echo "#### $f" >>"$OUT/final-fail-logs.txt"; tail -c 6000 "$f" >>"$OUT/final-fail-logs.txt"; done; done
 echo "total $(( $(date +%s) - T0 )) s" | tee -a "$OUT/final.txt"

@@ -353,6 +353,9 @@ struct kv_core {
 
 #define KV_WS_BYTES ((size_t)32 << 20)
 
+static inline int kv_core_warm(struct wl_ctx *ctx, const struct kv_shape *s,
+                               struct kv_core *c);
+
 // Set up the compute core (in wl_setup, prefill ranks): cuBLAS handle with
 // a SCRATCH workspace, RoPE table, row positions.  0 or rt_fail.
 static inline int kv_core_init(struct wl_ctx *ctx, const struct kv_shape *s,
@@ -370,16 +373,12 @@ static inline int kv_core_init(struct wl_ctx *ctx, const struct kv_shape *s,
   RT_CUDA(ctx, cudaDeviceSynchronize());
   KV_BLAS(ctx, cublasCreate(&c->blas));
   // Bound here, once, to the step stream every implementation computes on,
-  // so a step makes no cublasSetStream/cublasSetWorkspace call.  Suspected,
-  // not yet proven on a GPU (tests/gpu/diag.sh): they reset the handle to
-  // cuBLAS's own workspace pool and may wait for the whole device, which
-  // under virtual ranks means a peer's spinning kernel; kv_transfer
-  // --vranks 2 hung at v_tiny on the H200 while only the v2-API workloads
-  // (kv, moe) hang and the cuBLASLt one (gemm_allgather) does not.
+  // so a step makes no cublasSetStream/cublasSetWorkspace call (the latter
+  // would otherwise fall back to cuBLAS's own pool).
   KV_BLAS(ctx, cublasSetStream(c->blas, rt_stream(ctx)));
   KV_BLAS(ctx, cublasSetWorkspace(c->blas, c->ws, KV_WS_BYTES));
   c->blas_stream = rt_stream(ctx);
-  return 0;
+  return kv_core_warm(ctx, s, c);
 }
 
 // Enqueue layer L of the compute on STREAM: OUT [S][2W] bf16 = X * W_l
@@ -408,6 +407,35 @@ static inline int kv_compute_layer(struct wl_ctx *ctx, const struct kv_shape *s,
       (__nv_bfloat16 *)out, c->pos_dev, c->rope_tab, s->S, (int)s->HKV, (int)s->HD);
   RT_LAUNCH(ctx);
   return 0;
+}
+
+// Run the step's GEMM once, in setup, on scratch buffers of its shape.
+// cuBLASLt loads each kernel's library on the kernel's first use
+// (cuLibraryLoadData, whatever CUDA_MODULE_LOADING says), and that load
+// waits for the device.  Seen on the H200 (tests/gpu/diag2.sh, cuda-gdb):
+// kv_transfer --vranks 2 hung with the prefill rank's thread inside
+// cuLibraryLoadData under its first cublasGemmEx while the decode rank's
+// wait kernel spun on the shared GPU for flags that only that GEMM's layer
+// would raise.  On real ranks the load only delays the first step.  The
+// GEMM's shape is fixed per problem, so one call loads all a step needs.
+static inline int kv_core_warm(struct wl_ctx *ctx, const struct kv_shape *s,
+                               struct kv_core *c) {
+  const long long n = 2 * s->W;
+  void *x = NULL, *w = NULL, *o = NULL;
+  int rc = -1;
+  if (cudaMalloc(&x, (size_t)s->S * s->DM * 2) != cudaSuccess ||
+      cudaMalloc(&w, (size_t)s->DM * n * 2) != cudaSuccess ||
+      cudaMalloc(&o, (size_t)s->S * n * 2) != cudaSuccess) {
+    rt_fail(ctx, "kv_core_warm: cudaMalloc of the warm-up GEMM's buffers failed");
+  } else if (cudaMemset(x, 0, (size_t)s->S * s->DM * 2) != cudaSuccess ||
+             cudaMemset(w, 0, (size_t)s->DM * n * 2) != cudaSuccess) {
+    rt_fail(ctx, "kv_core_warm: cudaMemset failed");
+  } else if (kv_compute_layer(ctx, s, c, x, w, 0, o, rt_stream(ctx)) == 0) {
+    cudaError_t e = cudaStreamSynchronize(rt_stream(ctx));
+    rc = e == cudaSuccess ? 0 : rt_fail(ctx, "kv_core_warm: %s", cudaGetErrorString(e));
+  }
+  cudaFree(x), cudaFree(w), cudaFree(o);
+  return rc;
 }
 
 static inline void kv_core_free(struct kv_core *c) {

@@ -187,6 +187,8 @@ static int moe_route_hook(struct wl_ctx *ctx) {
 
 // Set up the core in wl_setup (after rt_set_user(ctx, state) whose first
 // member is C): inputs, output, routing, cuBLAS, expert scratch, the hook.
+static inline int moe_blas_warm(struct wl_ctx *ctx, struct moe_core *c);
+
 static inline int moe_core_init(struct wl_ctx *ctx, const struct wl_problem *p,
                                 struct moe_core *c) {
   struct moe_shape *s = &c->s;
@@ -233,10 +235,6 @@ static inline int moe_core_init(struct wl_ctx *ctx, const struct wl_problem *p,
   // Both handles are bound here, once: blas to the step stream, blas2 to
   // the core's side stream (c->side, for the shared expert), so a step that
   // uses them there makes no cublasSetStream/cublasSetWorkspace call.
-  // Suspected, not yet proven on a GPU (tests/gpu/diag.sh): those calls may
-  // wait for the whole device, which under virtual ranks means a peer's
-  // spinning kernel (moe_dsv3 --vranks 4 timed out in its barriers with a
-  // rank inside cuBLAS; the cuBLASLt workload gemm_allgather never did).
   RT_CUDA(ctx, cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking));
   MOE_BLAS(ctx, cublasCreate(&c->blas));
   MOE_BLAS(ctx, cublasSetStream(c->blas, rt_stream(ctx)));
@@ -247,7 +245,7 @@ static inline int moe_core_init(struct wl_ctx *ctx, const struct wl_problem *p,
   MOE_BLAS(ctx, cublasSetWorkspace(c->blas2, c->ws2, MOE_WS_BYTES));
   c->blas2_st = c->side;
   rt_on_reset(ctx, moe_route_hook);
-  return 0;
+  return moe_blas_warm(ctx, c);
 }
 
 static inline void moe_core_free(struct moe_core *c) {
@@ -491,6 +489,34 @@ static inline int moe_blas_bind(struct wl_ctx *ctx, cublasHandle_t blas, void *w
   MOE_BLAS(ctx, cublasSetStream(blas, st));
   MOE_BLAS(ctx, cublasSetWorkspace(blas, ws, MOE_WS_BYTES));
   *bound = st;
+  return 0;
+}
+
+// Virtual ranks only: call the routed experts' two GEMMs once for every
+// row count a step can give an expert (1 .. R*T, the dropless worst case),
+// in setup, so no step's GEMM is a kernel's first use.  cuBLASLt loads each
+// kernel's library on that first use (cuLibraryLoadData, whatever
+// CUDA_MODULE_LOADING says) and the load waits for the device.  Under
+// virtual ranks the device is shared: the load waits for a peer's spinning
+// barrier, the peer for this rank's next launch (seen on the H200 with
+// cuda-gdb, tests/gpu/diag2.sh: moe_dsv3 --vranks 4 at v_t7, whose skewed
+// routing gives new row counts in later steps).  The shared expert's GEMMs
+// have the same (K, N) at n = T <= R*T, so they are covered.  On real ranks
+// a load waits only for the rank's own GPU and merely delays a step.
+static inline int moe_blas_warm(struct wl_ctx *ctx, struct moe_core *c) {
+#ifdef CUCO_VRANKS
+  const struct moe_shape *s = &c->s;
+  long long top = (long long)s->R * s->T;
+  if (top > 4096) top = 4096;  // protocol-test shapes are far below this
+  if (top > moe_rows_cap(s)) top = moe_rows_cap(s);
+  for (long long n = 1; n <= top; n++)
+    if (moe_gemm(ctx, c->blas, c->A, c->W13, c->H1, n, s->H, 2 * s->F) != 0 ||
+        moe_gemm(ctx, c->blas, c->ACT, c->W2, c->O, n, s->F, s->H) != 0)
+      return -1;
+  RT_CUDA(ctx, cudaStreamSynchronize(c->blas_st));
+#else
+  (void)ctx, (void)c;
+#endif
   return 0;
 }
 
