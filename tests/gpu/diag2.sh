@@ -6,6 +6,8 @@
 # kv_transfer --vranks 2: one host thread busy, the others asleep).  The GPU
 # image has no gdb but has cuda-gdb, which attaches as root: this takes every
 # thread's backtrace of the rank binary a few seconds into the hang.
+# First run (2026-12-02) found cuBLASLt's lazy cuLibraryLoadData; this
+# version asks what is left after the warm-ups (docs/vranks.md).
 # Carry ./cuco and .gpulibs/.  Writes diag2.txt under $OUT as it goes.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd); cd "$ROOT" || exit 2
@@ -36,14 +38,26 @@ sample() {
     sleep 4
   done >>"$D" 2>&1
 }
-echo "== moe_dsv3 --vranks 4 v_t7 (start $(( $(date +%s) - T0 )) s)" >>"$D"
-sample $W/moe v_t7 7 &
-timeout 120 ./cuco eval workloads/moe_dsv3 --vranks 4 --no-bench --sizes v_t7 --timeout 90 --out $W/moe >$W/moe.txt 2>&1
-echo "rc=$? at $(( $(date +%s) - T0 )) s" >>"$D"; wait
-tail -3 $W/moe.txt | cut -c1-300 >>"$D"
+# 1. kv_transfer --vranks 2: still hung after kv_core_warm (2026-12-02):
+#    where now?
 echo "== kv_transfer --vranks 2 (start $(( $(date +%s) - T0 )) s)" >>"$D"
 sample $W/kv v_tiny 6 &
-timeout 100 ./cuco eval workloads/kv_transfer --vranks 2 --no-bench --sizes v_tiny --timeout 60 --out $W/kv >$W/kv.txt 2>&1
+timeout 100 ./cuco eval workloads/kv_transfer --vranks 2 --no-bench --sizes v_tiny --timeout 50 --out $W/kv >$W/kv.txt 2>&1
 echo "rc=$? at $(( $(date +%s) - T0 )) s" >>"$D"; wait
 tail -3 $W/kv.txt | cut -c1-300 >>"$D"
+# 2. moe_dsv3 --vranks 8 v_t7: SM room?  The seed (16 CTAs) sampled, then
+#    the same with comm_ctas=8 (64 spinning CTAs, not 128; 8 is the smallest choice): if only the
+#    second passes, the spinners starve the GEMMs of whole SMs.
+echo "== moe_dsv3 --vranks 8 v_t7 (start $(( $(date +%s) - T0 )) s)" >>"$D"
+sample $W/moe v_t7 6 &
+timeout 100 ./cuco eval workloads/moe_dsv3 --vranks 8 --no-bench --sizes v_t7 --timeout 60 --out $W/moe >$W/moe.txt 2>&1
+echo "rc=$? at $(( $(date +%s) - T0 )) s" >>"$D"; wait
+tail -2 $W/moe.txt | cut -c1-300 >>"$D"
+cp workloads/moe_dsv3/seed.cu $W/c8.cu
+sed -i -E -e '/^\/\/ CUCO-DIRECTIVES /s/ comm_ctas=[^ ]*/ comm_ctas=8/' \
+  -e 's/^\/\/ CUCO-PARAM comm_ctas=.*/\/\/ CUCO-PARAM comm_ctas=8/' $W/c8.cu
+grep -n 'comm_ctas' $W/c8.cu | head -3 >>"$D"
+timeout 100 ./cuco eval workloads/moe_dsv3 --candidate $W/c8.cu --vranks 8 --no-bench --timeout 60 --out $W/moe8 >$W/moe8.txt 2>&1
+echo "comm_ctas=8: rc=$? at $(( $(date +%s) - T0 )) s" >>"$D"
+tail -2 $W/moe8.txt | cut -c1-300 >>"$D"
 echo "total $(( $(date +%s) - T0 )) s" >>"$D"
