@@ -1,6 +1,7 @@
 #!/bin/bash
 # After scripts/cuda-compile.sh: link every implementation object of every
-# workload (baselines, seeds and their directive variants, cheats) with the
+# workload (baselines, seeds and their directive variants, whole-file
+# cheats; the edit cheats only compile, in one unit) with the
 # runtime objects and the workload's reference, as `cuco eval` links a
 # binary, so a link error (a header that defines functions, a missing
 # definition) cannot land (issue 23).  Links against libnccl.so.2 beside
@@ -35,7 +36,9 @@ for wl in workloads/*/; do
   [ -f "$wl/reference.cu" ] || continue
   libs=$(sed -n 's/^libs *= *//p' "$wl/workload.ini" | tr ',' ' ')
   for obj in "$OUT/${name}"_*.o; do
-    case $obj in "$OUT/${name}_reference.o") continue ;; esac
+    # the reference is linked into each; the unit of the edit cheats
+    # renames their entry points (scripts/unity.py): it only compiles
+    case $obj in "$OUT/${name}_reference.o" | "$OUT/${name}_cheats_unity.o") continue ;; esac
     b=$(basename "$obj" .o)
     echo "$OUT/link/$b|$obj|$OUT/${name}_reference.o|$libs" >>"$jobs_file"
   done

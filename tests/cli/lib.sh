@@ -95,3 +95,18 @@ nv_wl() {
   (cd "$ROOT" && "${CCW[@]}" "${NVCC:-nvcc}" -arch="${CUCO_ARCH:-sm_90}" -std=c++17 -O2 \
     "${inc[@]}" ${w:+-I"$w"} "${defs[@]}" -diag-suppress 177 -c "$1" -o "$2")
 }
+# unity_cc NAME [FLAGS...] -- SECTION...: one check that every SECTION
+# (FILE or FILE@NAME=VALUE,...: a directive variant, scripts/unity.py)
+# compiles, all of them in ONE unit with "${NV[@]}" FLAGS -c: the headers,
+# ~5 s of every workload compile, are parsed once.  An error names the
+# section's file and line; a variant that must FAIL (a refusal) is compiled
+# on its own, since the unit skips cuco_directives.h's range checks.
+unity_cc() {
+  local name=$1 flags=(); shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do flags+=("$1"); shift; done
+  shift
+  if ! python3 "$ROOT/scripts/unity.py" "$TMP/unity.cu" "$@" 2>"$TMP/err"; then
+    not_ok "$name" "$(cat "$TMP/err")"; return
+  fi
+  expect_rc "$name" 0 "${NV[@]}" "${flags[@]}" -c "$TMP/unity.cu" -o "$TMP/unity.o"
+}

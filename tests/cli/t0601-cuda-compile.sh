@@ -1,7 +1,8 @@
 #!/bin/bash
 # make cuda: every runtime and workload .cu compiles with nvcc (no GPU) and
 # every implementation links (scripts/cuda-link.sh); the cheat suite is
-# well-formed; a linked binary speaks the CLI contract.
+# well-formed, and its edits compile (one unit per workload, and one that
+# breaks is named); a linked binary speaks the CLI contract.
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT" || exit 1
 if ! command -v nvcc >/dev/null 2>&1; then
@@ -15,8 +16,10 @@ B=${BUILD:-build}
 # same files with the same flags (lib.sh nv_wl) and take them from there
 expect_rc "cuda-compile compiles everything" 0 env BUILD="$B" NVCC_LAUNCHER="${CCW[*]}" scripts/cuda-compile.sh
 n=$(grep -c '^ok' "$TMP/out")
-want=$(( $(ls runtime/*.cu | wc -l) + $(ls workloads/*/*.cu workloads/*/cheats/*.cu workloads/*/cheats/*.edit | wc -l) + 3 * $(ls workloads/*/seed.cu | wc -l) ))
-if [ "$n" -eq "$want" ]; then ok "compiled $n files (runtime, workloads, cheats, seed variants)"
+# one unit per workload holds all its edit cheats (scripts/unity.py)
+units=$(for d in workloads/*/cheats; do ls "$d"/*.edit >/dev/null 2>&1 && echo "$d"; done | wc -l)
+want=$(( $(ls runtime/*.cu | wc -l) + $(ls workloads/*/*.cu workloads/*/cheats/*.cu | wc -l) + units + 3 * $(ls workloads/*/seed.cu | wc -l) ))
+if [ "$n" -eq "$want" ]; then ok "compiled $n units (runtime, workloads, whole cheats, $units units of edit cheats, seed variants)"
 else not_ok "compiled $n files" "wanted $want: $(tail -5 "$TMP/out")"; fi
 
 # Every implementation, seed variant and cheat links with the runtime and
@@ -24,8 +27,8 @@ else not_ok "compiled $n files" "wanted $want: $(tail -5 "$TMP/out")"; fi
 # linked).
 expect_rc "cuda-link links every implementation" 0 env BUILD="$B" scripts/cuda-link.sh
 n=$(grep -c '^ok' "$TMP/out")
-want=$(( $(ls workloads/*/*.cu workloads/*/cheats/*.cu workloads/*/cheats/*.edit | wc -l) - $(ls workloads/*/reference.cu | wc -l) + 3 * $(ls workloads/*/seed.cu | wc -l) ))
-if [ "$n" -eq "$want" ]; then ok "linked $n binaries (implementations, cheats, seed variants)"
+want=$(( $(ls workloads/*/*.cu workloads/*/cheats/*.cu | wc -l) - $(ls workloads/*/reference.cu | wc -l) + 3 * $(ls workloads/*/seed.cu | wc -l) ))
+if [ "$n" -eq "$want" ]; then ok "linked $n binaries (implementations, whole cheats, seed variants)"
 else not_ok "linked $n binaries" "wanted $want: $(grep -A3 FAIL "$TMP/out" | head -12)"; fi
 
 # A failing compiler is reported per file and fails the script.

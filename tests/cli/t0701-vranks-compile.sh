@@ -73,11 +73,13 @@ for w in "$ROOT"/workloads/*/; do
   w=${w%/}
   [ -d "$w/cheats" ] || continue
   expect_rc "cuco eval --write-cheats ${w#"$ROOT"/}" 0 "$CUCO" eval "$w" --write-cheats "$TMP/ch/${w##*/}"
-  for f in "$TMP/ch/${w##*/}"/*.cu; do
-    [ -f "$f" ] || continue
-    expect_rc "${w#"$ROOT"/}/cheats/$(basename "$f" .cu) compiles (-DCUCO_VRANKS)" 0 \
-      fe "$TMP/wl.ii" -I"$w" -DCUCO_VRANKS "$f"
-  done
+  # all of them in one unit (scripts/unity.py: the headers parsed once; an
+  # error names the cheat's own file)
+  cheats=("$TMP/ch/${w##*/}"/*.cu)
+  [ -f "${cheats[0]}" ] || continue
+  python3 "$ROOT/scripts/unity.py" "$TMP/unity.cu" "${cheats[@]}"
+  expect_rc "${w#"$ROOT"/}: its ${#cheats[@]} cheats compile (-DCUCO_VRANKS)" 0 \
+    fe "$TMP/wl.ii" -I"$w" -DCUCO_VRANKS "$TMP/unity.cu"
 done
 
 expect_rc "host ncclTeamLsa(ncclComm_t) fails to compile" 1 \

@@ -52,24 +52,24 @@ cw "baseline_streamed.cu (B)" "$W/baseline_streamed.cu"
 cc "tools/compute_only.cu" "$WL/tools/compute_only.cu"
 cc "seed.cu (its directives)" "$WL/seed.cu"
 expect_no_grep "seed.cu builds without warnings" "$TMP/err" "warning"
-cc "seed.cu split per_chunk warp 16 CTAs" "$WL/seed.cu" -DCUCO_PLACEMENT=3 -DCUCO_SYNC=3 \
-  -DCUCO_ISSUER=2 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_comm_ctas=16
-cc "seed.cu thread issuer" "$WL/seed.cu" -DCUCO_ISSUER=1 -DCUCO_PARAM_push_threads=128
-cc "seed.cu GIN path" "$WL/seed.cu" -DCUCO_BACKEND=2 -DCUCO_PLACEMENT=3
+# The directive variants that must compile, in one unit (lib.sh unity_cc):
 # direction=pull (decode reads the staging window) and placement=per_tile (the
-# GEMM tile's epilogue applies RoPE and stores the pages), every combination
-cc "seed.cu pull deferred" "$WL/seed.cu" -DCUCO_PARAM_direction=pull
-cc "seed.cu pull split warp 64KiB" "$WL/seed.cu" -DCUCO_PARAM_direction=pull -DCUCO_PLACEMENT=3 \
-  -DCUCO_ISSUER=2 -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_comm_ctas=16
-cc "seed.cu pull split thread issuer, per_chunk (builds as per_peer)" "$WL/seed.cu" \
-  -DCUCO_PARAM_direction=pull -DCUCO_PLACEMENT=3 -DCUCO_ISSUER=1 -DCUCO_SYNC=3
+# GEMM tile's epilogue applies RoPE and stores the pages) in every combination
+S=$WL/seed.cu
+unity_cc "seed.cu compiles in 7 directive variants (split per_chunk warp 16 CTAs; thread issuer; GIN split; pull deferred; pull split warp 64KiB; pull split thread per_chunk, built as per_peer; per_tile pull)" -- \
+  "$S@CUCO_PLACEMENT=3,CUCO_SYNC=3,CUCO_ISSUER=2,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_comm_ctas=16" \
+  "$S@CUCO_ISSUER=1,CUCO_PARAM_push_threads=128" \
+  "$S@CUCO_BACKEND=2,CUCO_PLACEMENT=3" \
+  "$S@CUCO_PARAM_direction=pull" \
+  "$S@CUCO_PARAM_direction=pull,CUCO_PLACEMENT=3,CUCO_ISSUER=2,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_comm_ctas=16" \
+  "$S@CUCO_PARAM_direction=pull,CUCO_PLACEMENT=3,CUCO_ISSUER=1,CUCO_SYNC=3" \
+  "$S@CUCO_PLACEMENT=2,CUCO_PARAM_direction=pull"
 cc "seed.cu per_tile push" "$WL/seed.cu" -DCUCO_PLACEMENT=2 -Xptxas -v
 cp "$TMP/err" "$TMP/ptxas_tile.log"
 expect_grep "per_tile: ptxas built the GEMM tile kernel with the epilogue" "$TMP/ptxas_tile.log" \
   "gemm_tile_kernel.*SdTileEpi"
 expect_no_grep "per_tile: the GEMM tile kernel does not spill" "$TMP/ptxas_tile.log" \
   "[1-9][0-9]* bytes spill"
-cc "seed.cu per_tile pull" "$WL/seed.cu" -DCUCO_PLACEMENT=2 -DCUCO_PARAM_direction=pull
 expect_rc "seed.cu refuses an unknown direction" 1 \
   "${NV[@]}" -DCUCO_PARAM_direction=sideways -c "$WL/seed.cu" -o "$TMP/o.o"
 expect_grep "the refusal names the param and its values" "$TMP/err" "direction must be push or pull"
@@ -77,15 +77,12 @@ expect_rc "seed.cu refuses pull on the GIN backend" 1 \
   "${NV[@]}" -DCUCO_BACKEND=2 -DCUCO_PARAM_direction=pull -c "$WL/seed.cu" -o "$TMP/o.o"
 expect_grep "the GIN refusal names the reason" "$TMP/err" "are LSA designs"
 expect_no_grep "per_tile builds without warnings" "$TMP/ptxas_tile.log" "warning"
-for c in "$CHEATS"/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
+# (the cheats compile in t0601, one unit per workload)
 if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
   cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
-  cc "seed.cu split per_chunk in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \
-    -DCUCO_PLACEMENT=3 -DCUCO_SYNC=3
-  cc "seed.cu pull split in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \
-    -DCUCO_PARAM_direction=pull -DCUCO_PLACEMENT=3
-  cc "seed.cu per_tile pull in virtual-rank mode" "$WL/seed.cu" -DCUCO_VRANKS \
-    -DCUCO_PLACEMENT=2 -DCUCO_PARAM_direction=pull
+  unity_cc "seed.cu compiles in virtual-rank mode in 3 variants (split per_chunk; pull split; per_tile pull)" -DCUCO_VRANKS -- \
+    "$S@CUCO_PLACEMENT=3,CUCO_SYNC=3" "$S@CUCO_PARAM_direction=pull,CUCO_PLACEMENT=3" \
+    "$S@CUCO_PLACEMENT=2,CUCO_PARAM_direction=pull"
 else
   ok "virtual-rank mode # SKIP runtime has no vnccl.cuh yet"
 fi

@@ -107,19 +107,18 @@ cw "baseline.cu (A)" "$W/baseline.cu"
 cw "baseline_overlap.cu (B)" "$W/baseline_overlap.cu"
 cw "baseline_allgather.cu (C)" "$W/baseline_allgather.cu"
 cw "seed.cu (its directives)" "$W/seed.cu"
-cc "seed.cu allgather warp issuer 16 CTAs" "$WL/seed.cu" -DCUCO_PARAM_pattern=allgather \
-  -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16
-cc "seed.cu thread issuer slots=3 64KiB" "$WL/seed.cu" -DCUCO_ISSUER=1 -DCUCO_PARAM_slots=3 \
-  -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_copy_threads=128
 cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_v2
 expect_rc "seed.cu refuses placement=split" 1 "${NV[@]}" -DCUCO_PLACEMENT=3 -c "$WL/seed.cu" -o "$TMP/o.o"
 expect_grep "split refusal names the reason" "$TMP/err" "placement=deferred only"
-for c in "$CHEATS"/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
+# (the cheats compile in t0601 and t0701, one unit per workload and mode)
 cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
 cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
-cc "cheats/stale_slot.cu in virtual-rank mode" "$CHEATS/stale_slot.cu" -DCUCO_VRANKS
 cc "tools/plan_check.cu" "$WL/tools/plan_check.cu"
 cc_collect
+# the directive variants, in one unit (lib.sh unity_cc)
+unity_cc "seed.cu compiles in 2 directive variants (allgather warp issuer 16 CTAs; thread issuer slots=3 64KiB 128 copy threads)" -- \
+  "$WL/seed.cu@CUCO_PARAM_pattern=allgather,CUCO_ISSUER=2,CUCO_PARAM_comm_ctas=16" \
+  "$WL/seed.cu@CUCO_ISSUER=1,CUCO_PARAM_slots=3,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_copy_threads=128"
 
 # --- the runtime's RT_EXP_ANY class, on the CPU ---
 cat >"$TMP/any.cu" <<'EOT'

@@ -73,18 +73,21 @@ cw() {  # NAME SRC [FLAGS...]: cc with make cuda's flags, shared with t0601 (lib
 cw "reference.cu" "$W/reference.cu"
 cw "baseline.cu (A)" "$W/baseline.cu"
 cw "baseline_overlap.cu (B)" "$W/baseline_overlap.cu"
-cc "seed.cu (its directives)" "$WL/seed.cu" -DCUCO_ISSUER=2 -DCUCO_PARAM_comm_ctas=16
 cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_v2
-cc "seed.cu 32 CTAs of 1024 threads" "$WL/seed.cu" -DCUCO_PARAM_comm_ctas=32 -DCUCO_PARAM_disp_threads=1024
 if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
   cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
   cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
 fi
-for c in "$CHEATS"/*.cu; do cc "cheats/$(basename "$c")" "$c"; done
+# (the cheats compile in t0601 and t0701, one unit per workload and mode)
 cc "tools/gemm_bench.cu" "$WL/tools/gemm_bench.cu"
 wait
 for i in "${!jobs_list[@]}"; do
   if [ "$(cat "$TMP/rc$i")" = 0 ] && ! grep -q "warning" "$TMP/log$i"; then ok "${jobs_list[$i]} compiles (no warnings)"
   else not_ok "${jobs_list[$i]} compiles (no warnings)" "$(head -c 600 "$TMP/log$i")"; fi
 done
+# the directive variants, in one unit (lib.sh unity_cc)
+unity_cc "seed.cu compiles in 2 directive variants (its directives: warp issuer 16 CTAs; 32 CTAs of 1024 threads)" -- \
+  "$WL/seed.cu@CUCO_ISSUER=2,CUCO_PARAM_comm_ctas=16" \
+  "$WL/seed.cu@CUCO_PARAM_comm_ctas=32,CUCO_PARAM_disp_threads=1024"
+expect_no_grep "and without warnings" "$TMP/err" "warning"
 done_testing
