@@ -31,12 +31,12 @@ ev kv_r1      90 workloads/kv_transfer --impl all --no-bench
 ev moe_r1     90 workloads/moe_dsv3 --impl all --no-bench
 ev kv_v4      60 workloads/kv_transfer --vranks 4 --no-bench
 ev gemm_r1    60 workloads/gemm_allgather --impl all --no-bench
-ev fa_cheats  60 workloads/flash_attn_cp --cheats --no-bench
+ev fa_cheats  120 workloads/flash_attn_cp --cheats --no-bench
 ev fa_v4      90 workloads/flash_attn_cp --vranks 4 --no-bench
 ev moe_v8     90 workloads/moe_dsv3 --vranks 8 --no-bench
-ev gemm_cheats 60 workloads/gemm_allgather --cheats --no-bench
-ev kv_cheats  60 workloads/kv_transfer --cheats
-ev moe_cheats 60 workloads/moe_dsv3 --cheats
+ev gemm_cheats 180 workloads/gemm_allgather --cheats --no-bench
+ev kv_cheats  240 workloads/kv_transfer --cheats
+ev moe_cheats 240 workloads/moe_dsv3 --cheats
 for n in kv_v2 moe_v4; do for f in $(find $W/$n -name 'run.log' | head -2); do
   echo "#### $f" >>"$OUT/final-fail-logs.txt"; tail -c 6000 "$f" >>"$OUT/final-fail-logs.txt"; done; done
 echo "total $(( $(date +%s) - T0 )) s" | tee -a "$OUT/final.txt"
