@@ -102,6 +102,11 @@ int file_write(const char *path, const void *data, size_t n, struct err *e)
 
 int file_mkdirs(const char *path, struct err *e)
 {
+  return file_mkdirs_mode(path, 0755, e);
+}
+
+int file_mkdirs_mode(const char *path, unsigned mode, struct err *e)
+{
   char p[FILE_PATH_MAX];
   size_t i;
 
@@ -116,7 +121,7 @@ int file_mkdirs(const char *path, struct err *e)
       return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
     p[i] = '/';
   }
-  if (mkdir(p, 0755) && errno != EEXIST)
+  if (mkdir(p, (mode_t)mode) && errno != EEXIST)
     return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
   return 0;
 }

@@ -29,6 +29,10 @@ int file_write(const char *path, const void *data, size_t n,
 /* mkdir -p PATH (mode 0755); existing folders are fine.  0 or ERR_IO. */
 int file_mkdirs(const char *path, struct err *e) WARN_UNUSED;
 
+/* file_mkdirs() whose last folder gets MODE (its parents 0755): a private
+ * cache folder is 0700. */
+int file_mkdirs_mode(const char *path, unsigned mode, struct err *e) WARN_UNUSED;
+
 /* Remove a directory tree, not following links (best effort). */
 void file_rmtree(const char *dir);
 

@@ -13,59 +13,21 @@
 #include <xxhash.h>
 
 #include "buf.h"
+#include "file.h"
 
 #define MANIFEST_MAX (4u << 20)    /* 4 MiB of input names */
 #define ENTRY_MAX    (1024u << 20) /* 1 GiB: an object is a few MiB */
 #define MAGIC_M      "cuco-objcache-manifest 1\n"
 #define MAGIC_O      "cuco-objcache-entry 1"
 
-/* mkdir -p with mode; 0 or ERR_IO. */
-static int mkdirs(const char *path, mode_t mode, struct err *e)
-{
-  char p[OBJCACHE_PATH];
-  size_t i;
-
-  if (strlen(path) >= sizeof(p))
-    return err_set(e, ERR_IO, "cache path too long: %.80s", path);
-  snprintf(p, sizeof(p), "%s", path);
-  for (i = 1; p[i]; i++) {
-    if (p[i] != '/')
-      continue;
-    p[i] = '\0';
-    if (mkdir(p, 0755) && errno != EEXIST)
-      return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
-    p[i] = '/';
-  }
-  if (mkdir(p, mode) && errno != EEXIST)
-    return err_set(e, ERR_IO, "mkdir %s: %s", p, strerror(errno));
-  return 0;
-}
-
-/* The whole file, malloc'd with a NUL after it; NULL when missing,
- * unreadable or over max. */
+/* The whole file (NUL after it, at most MAX bytes); NULL when missing,
+ * unreadable or over MAX: the callers treat all three as a miss or say
+ * which file, so file_read's reason is not kept. */
 static char *slurp(const char *path, size_t max, size_t *len)
 {
-  FILE *f = fopen(path, "rb");
-  struct stat st;
-  char *p;
+  struct err ignored = {0, ""};
 
-  if (!f)
-    return NULL;
-  if (fstat(fileno(f), &st) || st.st_size < 0 || (size_t)st.st_size > max) {
-    fclose(f);
-    return NULL;
-  }
-  p = malloc((size_t)st.st_size + 1);
-  if (p && fread(p, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-    free(p);
-    p = NULL;
-  }
-  fclose(f);
-  if (!p)
-    return NULL;
-  p[st.st_size] = '\0';
-  *len = (size_t)st.st_size;
-  return p;
+  return file_read(path, max, len, &ignored);
 }
 
 /* xxhash and size of a file's text; 0 or -1 when it cannot be read. */
@@ -150,11 +112,11 @@ int objcache_open(struct objcache *c, const char *dir, const char *ident,
   if (strlen(dir) >= sizeof(c->dir) - 16)
     return err_set(e, ERR_IO, "cache path too long: %.80s", dir);
   snprintf(c->dir, sizeof(c->dir), "%s", dir);
-  if ((rc = mkdirs(dir, 0700, e)))
+  if ((rc = file_mkdirs_mode(dir, 0700, e)))
     return rc;
   for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
     snprintf(p, sizeof(p), "%s/%s", dir, sub[i]);
-    if ((rc = mkdirs(p, 0700, e)))
+    if ((rc = file_mkdirs_mode(p, 0700, e)))
       return rc;
   }
   if (!getcwd(cwd, sizeof(cwd)))
