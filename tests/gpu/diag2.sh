@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/gpu/diag2.sh - issue 23, second look: WHERE the host threads of a
-# hung --vranks run wait.  diag.sh showed that binding the cuBLAS handles in
-# setup did not cure it (moe_dsv3 --vranks 4 v_t7: rank 2's combine barrier
+# hung --vranks run wait.  diag.sh (at e70cc03; removed once answered)
+# showed that binding the cuBLAS handles in setup did not cure it (moe_dsv3 --vranks 4 v_t7: rank 2's combine barrier
 # timed out waiting for ranks 0 and 3, and rank 0's cublasGemmEx then failed;
 # kv_transfer --vranks 2: one host thread busy, the others asleep).  The GPU
 # image has no gdb but has cuda-gdb, which attaches as root: this takes every
@@ -10,11 +10,12 @@
 # version asks what is left after the warm-ups (docs/vranks.md).
 # Carry ./cuco and .gpulibs/.  Writes diag2.txt under $OUT as it goes.
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd); cd "$ROOT" || exit 2
-OUT=${OUT:-$ROOT/out}; mkdir -p "$OUT"; D=$OUT/diag2.txt; : >"$D"
-export NCCL_NVLS_ENABLE=0
-CUCO_NCCL_HOME=$(python3 -c 'import nvidia.nccl;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null); export CUCO_NCCL_HOME
-[ -d .gpulibs ] && export LD_LIBRARY_PATH="$ROOT/.gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_script_dirs
+gpu_cuco_env "$ROOT" /tmp/diag2-cache
+D=$OUT/diag2.txt; : >"$D"
 export CUCO_SANDBOX=none
 GDB=$(command -v cuda-gdb || ls /usr/local/cuda*/bin/cuda-gdb 2>/dev/null | head -1)
 echo "cuda-gdb: ${GDB:-none}" >>"$D"
