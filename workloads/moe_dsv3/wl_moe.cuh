@@ -508,7 +508,6 @@ static inline int moe_blas_warm(struct wl_ctx *ctx, struct moe_core *c) {
   const struct moe_shape *s = &c->s;
   long long top = (long long)s->R * s->T;
   if (top > 4096) top = 4096;  // protocol-test shapes are far below this
-  if (top > moe_rows_cap(s)) top = moe_rows_cap(s);
   for (long long n = 1; n <= top; n++)
     if (moe_gemm(ctx, c->blas, c->A, c->W13, c->H1, n, s->H, 2 * s->F) != 0 ||
         moe_gemm(ctx, c->blas, c->ACT, c->W2, c->O, n, s->F, s->H) != 0)
