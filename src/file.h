@@ -31,7 +31,8 @@ int file_mkdirs(const char *path, struct err *e) WARN_UNUSED;
 
 /* file_mkdirs() whose last folder gets MODE (its parents 0755): a private
  * cache folder is 0700. */
-int file_mkdirs_mode(const char *path, unsigned mode, struct err *e) WARN_UNUSED;
+int file_mkdirs_mode(const char *path, unsigned mode,
+                     struct err *e) WARN_UNUSED;
 
 /* Remove a directory tree, not following links (best effort). */
 void file_rmtree(const char *dir);
