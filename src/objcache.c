@@ -199,7 +199,7 @@ int objcache_get(struct objcache *c, const char *out_path, struct buf *out,
   unsigned long long outlen, errlen, objlen, objhash;
   char *d;
   size_t len;
-  int hdr = 0;
+  int hdr = 0, rc;
 
   current_entry(c, name, sizeof(name));
   if (!name[0])
@@ -217,29 +217,11 @@ int objcache_get(struct objcache *c, const char *out_path, struct buf *out,
     unlink(p);
     return 0;
   }
-  {
-    const void *parts[1] = {d + hdr + outlen + errlen};
-    size_t lens[1] = {objlen};
-    char tmp[OBJCACHE_PATH + 64];
-    int rc;
-    snprintf(tmp, sizeof(tmp), "%s.objcache%ld", out_path, (long)getpid());
-    {
-      FILE *f = fopen(tmp, "wb");
-      int bad = !f;
-      if (f && objlen && fwrite(parts[0], 1, lens[0], f) != lens[0])
-        bad = 1;
-      if (f && fclose(f))
-        bad = 1;
-      rc = bad || rename(tmp, out_path)
-               ? err_set(e, ERR_IO, "write %s: %s", out_path, strerror(errno))
-               : 0;
-      if (rc)
-        unlink(tmp);
-    }
-    if (rc) {
-      free(d);
-      return rc;
-    }
+  /* the object lands whole or not at all (a temporary beside it) */
+  rc = file_write(out_path, d + hdr + outlen + errlen, objlen, e);
+  if (rc) {
+    free(d);
+    return rc;
   }
   if (out)
     (void)buf_append(out, d + hdr, outlen);
