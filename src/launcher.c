@@ -575,12 +575,18 @@ static void describe_end(const struct launcher_run_opts *o, struct job *j,
     if (r->timed_out)
       return; /* we cancelled it at our deadline: a hang, named already */
     r->cancelled = 1;
-    r->job_ended = isjob;
+    /* scancel of the job cancels its steps first, and srun may print
+     * only the step's line before it is killed: a step cancel asks the
+     * controller whether the allocation itself is gone (then it is not
+     * the code's failure, and --resume evaluates it again) */
+    r->job_ended =
+        isjob || (o->l->kind == LAUNCHER_SRUN && !allocation_alive());
     if (!isjob || !*r->step_id)
       snprintf(r->step_id, sizeof(r->step_id), "%s", id);
-    snprintf(r->what, sizeof(r->what), "slurm %s %s cancelled: %s",
+    snprintf(r->what, sizeof(r->what), "slurm %s %s cancelled: %s%s",
              isjob ? "job" : "step", id,
-             *reason ? reason : "by scancel or an administrator");
+             *reason ? reason : "by scancel or an administrator",
+             r->job_ended && !isjob ? " (its allocation has ended)" : "");
     return;
   }
   if (r->timed_out)
