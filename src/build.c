@@ -334,6 +334,20 @@ static void unit_argv(struct unit *u)
   arg(a, u->obj);
 }
 
+/* Whether the command names every file by an absolute path (the source,
+ * the -I folders): then it compiles the same from any folder. */
+static int all_absolute(const struct argv_b *a)
+{
+  int i;
+
+  for (i = 1; i < a->n - 2; i++) { /* less "-o OBJ": not in the key */
+    const char *v = a->v[i];
+    if (!strncmp(v, "-I", 2) ? v[2] != '/' : v[0] != '-' && v[0] != '/')
+      return 0;
+  }
+  return 1;
+}
+
 /* Open the unit's cache entry and take the object from it when there;
  * u->need when it is not.  The key holds the source's name and text, not
  * its folder: a candidate lands in a fresh work dir each time, and its
@@ -351,8 +365,8 @@ static int unit_key(struct unit *u, struct err *e)
     kv[k++] = !strcmp(u->a.v[i], u->src) ? srcarg : u->a.v[i];
   snprintf(ident, sizeof(ident), "%s\n%s\nnccl %d", tc->nvcc, tc->nvcc_version,
            tc->nccl_header_version);
-  if ((rc =
-           objcache_open(&u->cache, u->o->cache_dir, ident, kv, k, u->src, e)))
+  if ((rc = objcache_open(&u->cache, u->o->cache_dir, ident, kv, k, u->src,
+                          all_absolute(&u->a) ? OBJCACHE_ANY_DIR : 0, e)))
     return rc;
   rc = objcache_get(&u->cache, u->obj, NULL, NULL, e);
   if (rc < 0)
@@ -370,6 +384,7 @@ static void unit_compile(struct unit *u)
   const char *name = strrchr(u->src, '/') ? strrchr(u->src, '/') + 1 : u->src;
   char dep[OBJCACHE_PATH + 64];
   struct err pe;
+  struct timespec t0, t1;
   int locked = objcache_lock(&u->cache, &pe) == 0;
 
   if (objcache_get(&u->cache, u->obj, NULL, NULL, &pe) == 1) {
@@ -380,7 +395,13 @@ static void unit_compile(struct unit *u)
   arg(&u->a, "-MD");
   arg(&u->a, "-MF");
   arg(&u->a, dep);
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   u->rc = run_tool(o, &u->a, o->timeout_s, &u->log, &u->err);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  objcache_log(u->rc ? "fail" : "miss",
+               (double)(t1.tv_sec - t0.tv_sec) +
+                   (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9,
+               u->a.n - 3, u->a.v); /* the command, less -MD -MF DEP */
   if (u->rc == 0 &&
       objcache_put(&u->cache, dep, u->obj, NULL, 0, NULL, 0, &pe))
     (void)buf_printf(&u->log, "# %s: not cached: %s\n", name, pe.msg);
@@ -439,7 +460,7 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   struct unit *jobs = NULL;
   char archf[96], ncl[PATHN], cul[PATHN], rp[PATHN];
   char libs[WORKLOAD_MAX_LIBS][80];
-  char objdir[PATHN], rtdir[PATH_MAX], wldir[PATH_MAX];
+  char objdir[PATHN], rtdir[PATH_MAX], wldir[PATH_MAX], rp_impl[PATH_MAX];
   struct argv_b a = {{0}, 0};
   int nunits = 0, nobj = 0, i, rc, nolib;
 
@@ -476,7 +497,10 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   snprintf(jobs[nunits].src, sizeof(jobs[0].src), "%s/%s", wldir,
            o->wl->reference);
   snprintf(jobs[nunits].base, sizeof(jobs[0].base), "%s_ref", o->wl->name);
-  snprintf(jobs[nunits + 1].src, sizeof(jobs[0].src), "%s", o->impl_path);
+  /* absolute, as every other path of the command (all_absolute) */
+  if (!realpath(o->impl_path, rp_impl) || strlen(rp_impl) >= PATHN)
+    snprintf(rp_impl, sizeof(rp_impl), "%s", o->impl_path);
+  snprintf(jobs[nunits + 1].src, sizeof(jobs[0].src), "%s", rp_impl);
   snprintf(jobs[nunits + 1].base, sizeof(jobs[0].base), "%s_impl",
            o->wl->name);
   jobs[nunits + 1].is_impl = 1;
@@ -498,6 +522,7 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
                            : jobs[i].src;
     if (!jobs[i].need || jobs[i].late) {
       r->cached++;
+      objcache_log("hit", 0, jobs[i].a.n, jobs[i].a.v);
       (void)buf_printf(log, "# %s: cached %s\n", name, jobs[i].obj);
       continue;
     }

@@ -84,22 +84,6 @@ static int exit_of(const struct proc_result *r)
   return 128 + (r->term_signal > 0 ? r->term_signal : 1);
 }
 
-/* Append "hit|miss|uncached|fail SECONDS ARGS" to $CUCO_CC_LOG. */
-static void log_line(const char *what, double s, int argc, char **argv)
-{
-  const char *path = getenv("CUCO_CC_LOG");
-  FILE *f;
-  int i;
-
-  if (!path || !*path || !(f = fopen(path, "a")))
-    return;
-  fprintf(f, "%s %.2f", what, s);
-  for (i = 0; i < argc; i++)
-    fprintf(f, " %s", argv[i]);
-  fputc('\n', f);
-  fclose(f);
-}
-
 static double now_s(void)
 {
   struct timespec t;
@@ -158,7 +142,7 @@ int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv)
   for (i = 1, k = 1; i < argc; i++)
     if (i != at && i != at + 1)
       kargv[k++] = argv[i];
-  if ((rc = objcache_open(&c, dir, buf_str(&id), kargv, k, NULL, &e))) {
+  if ((rc = objcache_open(&c, dir, buf_str(&id), kargv, k, NULL, 0, &e))) {
     /* a cache we cannot use must not fail the compile */
     fprintf(stderr, "cuco cc: object cache off: %s\n", e.msg);
     goto uncached;
@@ -177,7 +161,7 @@ int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv)
     fputs(buf_str(&bo), stdout);
     fputs(buf_str(&be), stderr);
     status = CMD_OK;
-    log_line("hit", now_s() - t0, argc, argv);
+    objcache_log("hit", now_s() - t0, argc, (const char *const *)argv);
     goto out_unlock;
   }
   objcache_tmp(&c, ".d", dep, sizeof(dep));
@@ -198,7 +182,8 @@ int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv)
                    r.err.len, &e))
     fprintf(stderr, "cuco cc: not cached: %s\n", e.msg);
   proc_result_release(&r);
-  log_line(status == 0 ? "miss" : "fail", now_s() - t0, argc, argv);
+  objcache_log(status == 0 ? "miss" : "fail", now_s() - t0, argc,
+               (const char *const *)argv);
 out_tmp:
   unlink(dep);
 out_unlock:
@@ -217,7 +202,7 @@ uncached:
   fputs(buf_str(&r.err), stderr);
   status = exit_of(&r);
   proc_result_release(&r);
-  log_line("uncached", now_s() - t0, argc, argv);
+  objcache_log("uncached", now_s() - t0, argc, (const char *const *)argv);
 out:
   free(kargv);
   free(run);

@@ -99,7 +99,7 @@ static int write_atomic(const struct objcache *c, const char *path,
 
 int objcache_open(struct objcache *c, const char *dir, const char *ident,
                   const char *const *kargv, int kargc, const char *src,
-                  struct err *e)
+                  unsigned flags, struct err *e)
 {
   static const char *const sub[] = {"m", "o", "tmp", "lock"};
   XXH64_state_t *st;
@@ -119,7 +119,7 @@ int objcache_open(struct objcache *c, const char *dir, const char *ident,
     if ((rc = file_mkdirs_mode(p, 0700, e)))
       return rc;
   }
-  if (!getcwd(cwd, sizeof(cwd)))
+  if ((flags & OBJCACHE_ANY_DIR) || !getcwd(cwd, sizeof(cwd)))
     cwd[0] = '\0';
   st = XXH64_createState();
   if (!st)
@@ -353,4 +353,20 @@ void objcache_unlock(struct objcache *c)
   if (c->lock_fd >= 0)
     close(c->lock_fd);
   c->lock_fd = -1;
+}
+
+void objcache_log(const char *what, double seconds, int argc,
+                  const char *const *argv)
+{
+  const char *path = getenv("CUCO_CC_LOG");
+  FILE *f;
+  int i;
+
+  if (!path || !*path || !(f = fopen(path, "a")))
+    return;
+  fprintf(f, "%s %.2f", what, seconds);
+  for (i = 0; i < argc; i++)
+    fprintf(f, " %s", argv[i]);
+  fputc('\n', f);
+  fclose(f);
 }

@@ -1,7 +1,8 @@
 /* objcache.h - a content-addressed cache of compiler outputs.
  *
  * One compile is keyed by the compiler's identity (its path and version
- * text), the working directory, the exact arguments minus the output path
+ * text), the working directory (unless the caller's paths are all
+ * absolute), the exact arguments minus the output path
  * and, where the caller names one, the text of the main source file (so a
  * candidate found again in a fresh work dir is the same compile).  Under
  * that key a manifest lists every file the compile read (nvcc -MD) with
@@ -38,12 +39,18 @@ struct objcache {
   int lock_fd;
 };
 
+/* objcache_open's flags.  OBJCACHE_ANY_DIR: every path in the command is
+ * absolute (the caller made them so), so the working directory is left
+ * out of the key and one compile is found again from any folder (cuco
+ * eval's builds: t0503 compiled the runtime once per scaffold folder). */
+enum { OBJCACHE_ANY_DIR = 1 };
+
 /* Compute the key of one compile and create DIR's folders.  kargv (kargc
  * entries) is the command minus its output path; ident names the
  * compiler (path and version); src may be NULL.  0, ERR_IO or ERR_NOMEM. */
 int objcache_open(struct objcache *c, const char *dir, const char *ident,
                   const char *const *kargv, int kargc, const char *src,
-                  struct err *e) WARN_UNUSED;
+                  unsigned flags, struct err *e) WARN_UNUSED;
 
 /* Look the compile up.  1: a hit, the object written to out_path (by
  * rename, never half) and the stored stdout/stderr appended to out/err
@@ -67,5 +74,11 @@ void objcache_unlock(struct objcache *c);
 /* A fresh temporary path in DIR/tmp (for the compiler's -o and -MF). */
 void objcache_tmp(const struct objcache *c, const char *suffix, char *out,
                   size_t n);
+
+/* Append "WHAT SECONDS ARGV..." to $CUCO_CC_LOG when it is set (WHAT: hit,
+ * miss, fail or uncached): cuco cc and cuco eval's builds log there, so a
+ * test run can count every compile it paid for. */
+void objcache_log(const char *what, double seconds, int argc,
+                  const char *const *argv);
 
 #endif

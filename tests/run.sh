@@ -23,7 +23,7 @@ export CUCO_TEST_CACHE=${CUCO_TEST_CACHE:-$ROOT/$BUILD/test-cache}
 [ "${TEST_KEEP_CACHE:-0}" = 1 ] || rm -rf "$CUCO_TEST_CACHE"
 mkdir -p "$CUCO_TEST_CACHE" && chmod 700 "$CUCO_TEST_CACHE"
 export CUCO_CACHE_DIR=$CUCO_TEST_CACHE
-rm -f "$LOGDIR"/*.cc # each test's `cuco cc` log: NAME.cc (run_one)
+rm -f "$LOGDIR"/*.cc # each test's compile log: NAME.cc (run_one)
 
 jobs=${TEST_JOBS:-}
 if [ -z "$jobs" ]; then
@@ -66,7 +66,7 @@ mapfile -t names < <(for n in "${names[@]}"; do
 
 total=${#names[@]} done_n=0 pass=0 fail=0
 failed_names=()
-declare -A pid_of state took
+declare -A pid_of state took cpu_of
 echo "running $total tests, $jobs at a time (logs: $LOGDIR)"
 
 run_one() { # name: the test, its log, then NAME.rc = "STATUS SECONDS"
@@ -74,20 +74,28 @@ run_one() { # name: the test, its log, then NAME.rc = "STATUS SECONDS"
   # shellcheck disable=SC2086
   (cd "$ROOT" && CUCO_CC_LOG=$LOGDIR/$n.cc exec timeout "${limit[$n]}" ${cmd[$n]}) >"$LOGDIR/$n.log" 2>&1
   rc=$?
-  awk -v rc="$rc" -v a="$t0" -v b="$EPOCHREALTIME" \
-    'BEGIN { printf "%d %.2f\n", rc, b - a }' >"$LOGDIR/$n.rc"
+  # this subshell's children's CPU time (user and system): what the test
+  # cost the machine, beside how long it took
+  # ($(times) would run in a fork, whose children's times start at zero)
+  local cpu
+  times >"$LOGDIR/$n.times"
+  cpu=$(tail -1 "$LOGDIR/$n.times")
+  rm -f "$LOGDIR/$n.times"
+  awk -v rc="$rc" -v a="$t0" -v b="$EPOCHREALTIME" -v c="$cpu" 'BEGIN {
+    n = split(c, f, /[ ms]+/); cs = f[1] * 60 + f[2] + f[3] * 60 + f[4]
+    printf "%d %.2f %.1f\n", rc, b - a, cs }' >"$LOGDIR/$n.rc"
 }
 
 finish() { # name: count its TAP lines and print its line
   local n=$1 log=$LOGDIR/$1.log rc s p f
-  read -r rc s <"$LOGDIR/$n.rc"
+  read -r rc s c <"$LOGDIR/$n.rc"
   p=$(grep -cE '^ok ' "$log")
   # cmocka reports a skipped test as "not ok N # SKIP": a skip, not a failure
   f=$(grep -E '^not ok ' "$log" | grep -cvE '^not ok [0-9]+ *-? *[^#]*# *SKIP')
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   pass=$((pass + p)); fail=$((fail + f)); done_n=$((done_n + 1))
-  took[$n]=$s; state[$n]=done
+  took[$n]=$s; cpu_of[$n]=${c:-?}; state[$n]=done
   if [ "$f" -ne 0 ]; then
     failed_names+=("$n")
     printf '[%d/%d] FAIL %s (%d passed, %d failed) %.1f s (log: %s)\n' \
@@ -124,21 +132,24 @@ done
   # keep the times of the tests a filtered run left out
   for n in "${!prev[@]}"; do [ -n "${took[$n]:-}" ] || printf '%s %s\n' "${prev[$n]}" "$n"; done
 } | sort -k1,1nr >"$LOGDIR/times.txt.new" && mv "$LOGDIR/times.txt.new" "$LOGDIR/times.txt"
+# wall and CPU seconds of every test of this run, longest first
+for n in "${names[@]}"; do printf '%s %s %s\n' "${took[$n]}" "${cpu_of[$n]}" "$n"; done |
+  sort -k1,1nr >"$LOGDIR/cpu.txt"
 cc_note() { # name: what its nvcc commands did, from NAME.cc
   [ -s "$LOGDIR/$1.cc" ] || return 0
   awk '{ n[$1]++; t[$1] += $2 } END {
-    printf " (cuco cc: %d compiled in %.0f s, %d from the cache)", n["miss"] + n["fail"] + n["uncached"],
+    printf " (nvcc: %d compiled in %.0f s, %d from the cache)", n["miss"] + n["fail"] + n["uncached"],
       t["miss"] + t["fail"] + t["uncached"], n["hit"] }' "$LOGDIR/$1.cc"
 }
 echo "slowest:"
 for n in "${names[@]}"; do printf '%s %s\n' "${took[$n]}" "$n"; done |
   sort -k1,1nr | head -8 | while read -r s n; do
-    printf '  %7.1f s  %s%s\n' "$s" "$n" "$(cc_note "$n")"; done
-# what the shared object cache saved (cuco cc's log; cuco eval's builds
-# are not in it)
+    printf '  %7.1f s  %s (cpu %s s)%s\n' "$s" "$n" "${cpu_of[$n]}" "$(cc_note "$n")"; done
+# what the shared object cache saved (the log of cuco cc and of cuco
+# eval's builds)
 cat "$LOGDIR"/*.cc 2>/dev/null | awk '{ n[$1]++; t[$1] += $2 } END {
   if (n["miss"] + n["hit"] + n["fail"] + n["uncached"] > 0)
-    printf "nvcc via cuco cc: %d compiled (%.0f s), %d from the cache, %d failed (%.0f s), %d uncached\n",
+    printf "nvcc (cuco cc and cuco eval builds): %d compiled (%.0f s), %d from the cache, %d failed (%.0f s), %d uncached\n",
       n["miss"], t["miss"], n["hit"], n["fail"], t["fail"], n["uncached"] }'
 # the failures again at the end: CI shows the tail of this output
 for n in "${failed_names[@]}"; do

@@ -73,9 +73,9 @@ static void entry_path(char *out, size_t n)
   assert_true(out[0] != '\0');
 }
 
-/* Open the compile "cc -c src.c" and look it up; the lookup's result. */
-static int lookup(struct objcache *c, const char *const *argv, int argc,
-                  struct buf *err)
+/* Open the compile ARGV with FLAGS and look it up; the lookup's result. */
+static int lookup_f(struct objcache *c, const char *const *argv, int argc,
+                    unsigned flags, struct buf *err)
 {
   char dir[128], out[128];
   struct err e = {0, ""};
@@ -83,8 +83,15 @@ static int lookup(struct objcache *c, const char *const *argv, int argc,
   snprintf(dir, sizeof(dir), "%s/cache", root);
   snprintf(out, sizeof(out), "%s/out.o", root);
   unlink(out);
-  assert_int_equal(objcache_open(c, dir, "cc 1.0", argv, argc, NULL, &e), 0);
+  assert_int_equal(
+      objcache_open(c, dir, "cc 1.0", argv, argc, NULL, flags, &e), 0);
   return objcache_get(c, out, NULL, err, &e);
+}
+
+static int lookup(struct objcache *c, const char *const *argv, int argc,
+                  struct buf *err)
+{
+  return lookup_f(c, argv, argc, 0, err);
 }
 
 /* "Compile": the object and the dependency list a compiler would write. */
@@ -186,12 +193,47 @@ static void test_bad_deps(void **state)
   assert_int_equal(lookup(&c, argv, 3, NULL), 0); /* nothing stored */
 }
 
+/* The working directory is in the key (a relative path means something
+ * else elsewhere), unless the caller says every path is absolute. */
+static void test_any_dir(void **state)
+{
+  char src[128], sub[128], dep[128], obj[128];
+  const char *argv[] = {"cc", "-c", src};
+  struct objcache c;
+  struct err e = {0, ""};
+  (void)state;
+
+  snprintf(src, sizeof(src), "%s/src.c", root);
+  snprintf(sub, sizeof(sub), "%s/elsewhere", root);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  assert_int_equal(lookup_f(&c, argv, 3, OBJCACHE_ANY_DIR, NULL), 0);
+  snprintf(dep, sizeof(dep), "%s/abs.d", root);
+  snprintf(obj, sizeof(obj), "%s/out.o", root);
+  put_file("out.o", "OBJECT-ABS");
+  {
+    char d[512];
+    FILE *f = fopen(dep, "wb");
+    assert_non_null(f);
+    snprintf(d, sizeof(d), "out.o : %s %s/a.h\n", src, root);
+    fputs(d, f);
+    fclose(f);
+  }
+  assert_int_equal(objcache_put(&c, dep, obj, "", 0, "", 0, &e), 0);
+  assert_int_equal(lookup_f(&c, argv, 3, OBJCACHE_ANY_DIR, NULL), 1);
+  assert_int_equal(chdir(sub), 0);
+  /* from another folder: found with the flag, not without it */
+  assert_int_equal(lookup_f(&c, argv, 3, OBJCACHE_ANY_DIR, NULL), 1);
+  assert_int_equal(lookup_f(&c, argv, 3, 0, NULL), 0);
+  assert_int_equal(chdir(root), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hit_miss),
       cmocka_unit_test(test_corrupt),
       cmocka_unit_test(test_bad_deps),
+      cmocka_unit_test(test_any_dir),
   };
   int rc;
 
