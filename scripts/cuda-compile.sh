@@ -2,8 +2,9 @@
 # make cuda: compile (nvcc -c, no link: CI may lack libnccl) every runtime
 # .cu and every workload .cu, cheats included, with the -I/-D flags that
 # `cuco eval` uses, plus a few directive variants of each seed.  The cheats
-# that are edits (cheats/NAME.edit) compile together, one unit per workload
-# ($BUILD/cuda/unity/WL_cheats.cu, scripts/unity.py).  Objects go
+# that are edits (cheats/NAME.edit) and the seed's LSA directive variants
+# compile together, one unit per workload ($BUILD/cuda/unity/WL_unity.cu,
+# scripts/unity.py).  Objects go
 # to $BUILD/cuda and are reused while newer than their sources and headers.
 # The cheats are edits of their seed (cheats/NAME.edit): `cuco eval
 # --write-cheats` writes them out as whole sources under $BUILD/cuda/cheats
@@ -36,10 +37,14 @@ jobs_file=$OUT/jobs.txt
 for f in runtime/*.cu; do
   echo "$OUT/runtime_$(basename "$f" .cu).o|$f||" >>"$jobs_file"
 done
-SEED_VARIANTS=(
-  "-DCUCO_SYNC=CUCO_SYNC_GLOBAL -DCUCO_PLACEMENT=CUCO_PLACEMENT_DEFERRED -DCUCO_ISSUER=CUCO_ISSUER_WARP"
-  "-DCUCO_SYNC=CUCO_SYNC_PER_CHUNK -DCUCO_ISSUER=CUCO_ISSUER_THREAD -DCUCO_CHUNK_BYTES=65536 -DCUCO_PARAM_comm_ctas=16"
-  "-DCUCO_BACKEND=CUCO_BACKEND_GIN"
+# Directive variants of each seed.  The GIN one is compiled on its own and
+# linked (its backend calls runtime functions the LSA path does not; the
+# workload tests compile the same command, lib.sh nv_wl); the others only
+# change device code and compile as sections of the workload's unit.
+SEED_GIN="-DCUCO_BACKEND=CUCO_BACKEND_GIN"
+SEED_SECTIONS=(
+  "CUCO_SYNC=CUCO_SYNC_GLOBAL,CUCO_PLACEMENT=CUCO_PLACEMENT_DEFERRED,CUCO_ISSUER=CUCO_ISSUER_WARP"
+  "CUCO_SYNC=CUCO_SYNC_PER_CHUNK,CUCO_ISSUER=CUCO_ISSUER_THREAD,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_comm_ctas=16"
 )
 for wl in workloads/*/; do
   wl=${wl%/}
@@ -74,19 +79,16 @@ for wl in workloads/*/; do
     esac
     echo "$OUT/${name}_${tag%.cu}.o|$f|$wl|" >>"$jobs_file"
   done
+  if [ -f "$wl/seed.cu" ]; then
+    for v in "${SEED_SECTIONS[@]}"; do edits+=("$wl/seed.cu@$v"); done
+    echo "$OUT/${name}_seed_gin.o|$wl/seed.cu|$wl|$SEED_GIN" >>"$jobs_file"
+  fi
   if [ ${#edits[@]} -gt 0 ]; then
     mkdir -p "$OUT/unity"
-    u=$OUT/unity/${name}_cheats.cu
+    u=$OUT/unity/${name}_unity.cu
     python3 scripts/unity.py "$u.new" "${edits[@]}" || exit 1
     cmp -s "$u.new" "$u" && rm -f "$u.new" || mv "$u.new" "$u"
-    echo "$OUT/${name}_cheats_unity.o|$u|$wl|" >>"$jobs_file"
-  fi
-  if [ -f "$wl/seed.cu" ]; then
-    i=0
-    for v in "${SEED_VARIANTS[@]}"; do
-      echo "$OUT/${name}_seed_v$i.o|$wl/seed.cu|$wl|$v" >>"$jobs_file"
-      i=$((i + 1))
-    done
+    echo "$OUT/${name}_unity.o|$u|$wl|" >>"$jobs_file"
   fi
 done
 

@@ -36,9 +36,10 @@ for wl in workloads/*/; do
   [ -f "$wl/reference.cu" ] || continue
   libs=$(sed -n 's/^libs *= *//p' "$wl/workload.ini" | tr ',' ' ')
   for obj in "$OUT/${name}"_*.o; do
-    # the reference is linked into each; the unit of the edit cheats
-    # renames their entry points (scripts/unity.py): it only compiles
-    case $obj in "$OUT/${name}_reference.o" | "$OUT/${name}_cheats_unity.o") continue ;; esac
+    # the reference is linked into each; the unit of the edit cheats and
+    # seed variants renames their entry points (scripts/unity.py): it
+    # only compiles
+    case $obj in "$OUT/${name}_reference.o" | "$OUT/${name}_unity.o") continue ;; esac
     b=$(basename "$obj" .o)
     echo "$OUT/link/$b|$obj|$OUT/${name}_reference.o|$libs" >>"$jobs_file"
   done

@@ -107,7 +107,7 @@ cw "baseline.cu (A)" "$W/baseline.cu"
 cw "baseline_overlap.cu (B)" "$W/baseline_overlap.cu"
 cw "baseline_allgather.cu (C)" "$W/baseline_allgather.cu"
 cw "seed.cu (its directives)" "$W/seed.cu"
-cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_v2
+cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_gin
 expect_rc "seed.cu refuses placement=split" 1 "${NV[@]}" -DCUCO_PLACEMENT=3 -c "$WL/seed.cu" -o "$TMP/o.o"
 expect_grep "split refusal names the reason" "$TMP/err" "placement=deferred only"
 # (the cheats compile in t0601 and t0701, one unit per workload and mode)

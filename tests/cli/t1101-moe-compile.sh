@@ -73,7 +73,7 @@ cw() {  # NAME SRC [FLAGS...]: cc with make cuda's flags, shared with t0601 (lib
 cw "reference.cu" "$W/reference.cu"
 cw "baseline.cu (A)" "$W/baseline.cu"
 cw "baseline_overlap.cu (B)" "$W/baseline_overlap.cu"
-cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_v2
+cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_gin
 if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
   cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
   cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
