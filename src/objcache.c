@@ -17,7 +17,7 @@
 
 #define MANIFEST_MAX (4u << 20)    /* 4 MiB of input names */
 #define ENTRY_MAX    (1024u << 20) /* 1 GiB: an object is a few MiB */
-#define MAGIC_M      "cuco-objcache-manifest 1\n"
+#define MAGIC_M      "cuco-objcache-manifest 2\n" /* 2: "@S/" inputs */
 #define MAGIC_O      "cuco-objcache-entry 1"
 
 /* The whole file (NUL after it, at most MAX bytes); NULL when missing,
@@ -146,6 +146,24 @@ int objcache_open(struct objcache *c, const char *dir, const char *ident,
   return 0;
 }
 
+/* An input beside the named source is kept in the manifest as "@S/NAME"
+ * and looked for beside the source of the lookup: the key holds the
+ * source's name and text but not its folder (a candidate is found again
+ * in a fresh work dir), so a header next to it must be the one next to
+ * the source compiled now, not the one next to the first (two folders
+ * with the same k.cu and different local h.cuh are two compiles).
+ * SRCDIR_TAG is not a path a compiler writes: the manifest holds absolute
+ * or working-folder paths. */
+#define SRCDIR_TAG "@S/"
+
+/* The length of the source's folder with its '/', or 0 without a source
+ * or a folder. */
+static size_t src_dir_len(const struct objcache *c)
+{
+  const char *sl = c->src[0] ? strrchr(c->src, '/') : NULL;
+  return sl ? (size_t)(sl - c->src) + 1 : 0;
+}
+
 /* The entry named by the manifest while every input it lists still has
  * the same text; 0 and name[0] = '\0' otherwise. */
 static void current_entry(const struct objcache *c, char *name, size_t n)
@@ -184,8 +202,19 @@ static void current_entry(const struct objcache *c, char *name, size_t n)
       ok = 0;
       break;
     }
-    if (hash_file(line + off, &h, &s) || h != want_h || s != want_s)
+    if (!strncmp(line + off, SRCDIR_TAG, strlen(SRCDIR_TAG))) {
+      size_t dl = src_dir_len(c);
+      if (!dl) {
+        ok = 0;
+        break;
+      }
+      snprintf(p, sizeof(p), "%.*s%s", (int)dl, c->src,
+               line + off + strlen(SRCDIR_TAG));
+      if (hash_file(p, &h, &s) || h != want_h || s != want_s)
+        ok = 0;
+    } else if (hash_file(line + off, &h, &s) || h != want_h || s != want_s) {
       ok = 0;
+    }
   }
   free(m);
   if (!ok)
@@ -265,7 +294,7 @@ int objcache_put(struct objcache *c, const char *depfile, const char *obj,
   char path[OBJCACHE_PATH + 32], ent[17];
   const char *p;
   unsigned long long h, s;
-  size_t dlen, olen;
+  size_t dlen, olen, dl = src_dir_len(c);
   int rc = 0, ndeps = 0;
 
   deps = slurp(depfile, MANIFEST_MAX, &dlen);
@@ -291,7 +320,11 @@ int objcache_put(struct objcache *c, const char *depfile, const char *obj,
       rc = err_set(e, ERR_IO, "input %s cannot be read", name);
       goto out;
     }
-    (void)buf_printf(&man, "%016llx %llu %s\n", h, s, name);
+    if (dl && !strncmp(name, c->src, dl))
+      (void)buf_printf(&man, "%016llx %llu " SRCDIR_TAG "%s\n", h, s,
+                       name + dl);
+    else
+      (void)buf_printf(&man, "%016llx %llu %s\n", h, s, name);
     ndeps++;
   }
   if (buf_error(&man)) {

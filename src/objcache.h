@@ -10,6 +10,7 @@
  * and the output file) is found only while every one of them is unchanged.
  *
  *   DIR/m/KEY       manifest: entry name, then "HASH SIZE PATH" per input
+ *                   (an input beside the named source: "@S/NAME")
  *   DIR/o/ENTRY     "cuco-objcache-entry 1 OUTLEN ERRLEN OBJLEN OBJHASH\n"
  *                   then stdout, stderr, the object
  *   DIR/lock/KEY    flock()ed while one process compiles KEY

@@ -227,13 +227,81 @@ static void test_any_dir(void **state)
   assert_int_equal(chdir(root), 0);
 }
 
+/* A compile keyed by its source's name and text (cuco eval's builds): the
+ * same k.cu in two folders, each with its own h.h beside it, is two
+ * compiles; a fresh folder with the same k.cu and h.h is the first one. */
+static int lookup_src(struct objcache *c, const char *folder)
+{
+  const char *argv[] = {"cc", "-c", "SRC=k.c"};
+  char dir[128], src[128], out[128];
+  struct err e = {0, ""};
+
+  snprintf(dir, sizeof(dir), "%s/cache", root);
+  snprintf(src, sizeof(src), "%s/%s/k.c", root, folder);
+  snprintf(out, sizeof(out), "%s/out.o", root);
+  unlink(out);
+  assert_int_equal(
+      objcache_open(c, dir, "cc 1.0", argv, 3, src, OBJCACHE_ANY_DIR, &e), 0);
+  return objcache_get(c, out, NULL, NULL, &e);
+}
+
+static void store_src(struct objcache *c, const char *folder,
+                      const char *obj_text)
+{
+  char dep[128], obj[128], d[512];
+  struct err e = {0, ""};
+  FILE *f;
+
+  snprintf(dep, sizeof(dep), "%s/src.d", root);
+  snprintf(obj, sizeof(obj), "%s/out.o", root);
+  put_file("out.o", obj_text);
+  f = fopen(dep, "wb");
+  assert_non_null(f);
+  snprintf(d, sizeof(d), "out.o : %s/%s/k.c %s/%s/h.h %s/a.h\n", root, folder,
+           root, folder, root);
+  fputs(d, f);
+  fclose(f);
+  assert_int_equal(objcache_put(c, dep, obj, "", 0, "", 0, &e), 0);
+}
+
+static void test_src_dir(void **state)
+{
+  struct objcache c;
+  char out[128];
+  (void)state;
+
+  snprintf(out, sizeof(out), "%s/out.o", root);
+  for (const char *f = "ABC"; *f; f++) {
+    char d[128];
+    snprintf(d, sizeof(d), "%s/%c", root, *f);
+    assert_int_equal(mkdir(d, 0700), 0);
+  }
+  put_file("A/k.c", "#include \"h.h\"\n");
+  put_file("A/h.h", "#define H 1\n");
+  put_file("B/k.c", "#include \"h.h\"\n");
+  put_file("B/h.h", "#define H 2\n");
+  put_file("C/k.c", "#include \"h.h\"\n");
+  put_file("C/h.h", "#define H 1\n");
+  assert_int_equal(lookup_src(&c, "A"), 0);
+  store_src(&c, "A", "OBJECT-A");
+  assert_int_equal(lookup_src(&c, "A"), 1);
+  /* B's h.h differs: not A's object, though k.c and the key are A's */
+  assert_int_equal(lookup_src(&c, "B"), 0);
+  /* C holds what A held: A's object */
+  assert_int_equal(lookup_src(&c, "C"), 1);
+  assert_string_equal(get_file(out), "OBJECT-A");
+  /* an input not beside the source is checked where it is */
+  put_file("a.h", "#define A 9\n");
+  assert_int_equal(lookup_src(&c, "C"), 0);
+  put_file("a.h", "#define A 1\n");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_hit_miss),
-      cmocka_unit_test(test_corrupt),
-      cmocka_unit_test(test_bad_deps),
-      cmocka_unit_test(test_any_dir),
+      cmocka_unit_test(test_hit_miss), cmocka_unit_test(test_corrupt),
+      cmocka_unit_test(test_bad_deps), cmocka_unit_test(test_any_dir),
+      cmocka_unit_test(test_src_dir),
   };
   int rc;
 
