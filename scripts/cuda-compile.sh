@@ -9,13 +9,12 @@
 # The cheats are edits of their seed (cheats/NAME.edit): `cuco eval
 # --write-cheats` writes them out as whole sources under $BUILD/cuda/cheats
 # first (a file is replaced only when its text changed).
-#   NVCC (default nvcc), CUCO_ARCH (sm_90), CUCO_NCCL_INCLUDE (extra -I),
+#   NVCC (default: cuco's toolchain), CUCO_ARCH (default: its arch),
 #   CUCO ($BUILD/cuco), JOBS (2), NVCC_LAUNCHER (words put before nvcc,
 #   e.g. "cuco cc --" for the object cache; the test suite shares one).
 #   Exit 0 when everything compiled; 1 and the errors otherwise.
 cd "$(dirname "$0")/.." || exit 2
 NVCC=${NVCC:-nvcc}
-ARCH=${CUCO_ARCH:-sm_90}
 OUT=${BUILD:-build}/cuda
 JOBS=${JOBS:-2}
 CUCO=${CUCO:-${BUILD:-build}/cuco}
@@ -28,8 +27,13 @@ if ! [ -x "$CUCO" ]; then
   exit 2
 fi
 mkdir -p "$OUT"
-INC=(-Iruntime)
-[ -n "${CUCO_NCCL_INCLUDE:-}" ] && INC+=(-I"$CUCO_NCCL_INCLUDE")
+# cuco eval's own nvcc words (scripts/eval-nvcc.sh: its flags, absolute
+# -I folders, the NCCL headers its toolchain found), so that through the
+# object cache (NVCC_LAUNCHER="cuco cc --") these compiles are the ones
+# cuco eval's builds find: a runtime unit or a reference compiled here is
+# not compiled again by the first `cuco eval`.
+mapfile -t BASE < <(CUCO=$CUCO NVCC=$NVCC scripts/eval-nvcc.sh)
+[ "${#BASE[@]}" -ge 5 ] || { echo "cuda-compile: scripts/eval-nvcc.sh failed" >&2; exit 2; }
 
 # One job per line: OBJ|SRC|EXTRA_INCLUDE|DEFINES
 jobs_file=$OUT/jobs.txt
@@ -111,11 +115,13 @@ compile_one() { # line
     [ -f "$obj.defs" ] && [ "$(cat "$obj.defs")" != "$defs" ] && stale=1
     [ "$stale" -eq 0 ] && { echo "ok (cached) $src $defs"; return 0; }
   fi
-  local inc=("${INC[@]}")
-  [ -n "$extra" ] && inc+=(-I"$extra")
+  # cuco eval's order: NVCC -arch -std -O3 -I<runtime> [-I<workload>]
+  # [-I<nccl>] DEFS -c SRC (absolute) -o OBJ
+  local cmd=("${BASE[@]:0:5}")
+  [ -n "$extra" ] && cmd+=(-I"$(realpath "$extra")")
+  cmd+=("${BASE[@]:5}")
   # shellcheck disable=SC2086
-  if ${NVCC_LAUNCHER:-} "$NVCC" -arch="$ARCH" -std=c++17 -O2 "${inc[@]}" $defs -diag-suppress 177 \
-       -c "$src" -o "$obj" >"$obj.log" 2>&1; then
+  if ${NVCC_LAUNCHER:-} "${cmd[@]}" $defs -c "$(realpath "$src")" -o "$obj" >"$obj.log" 2>&1; then
     echo "$defs" >"$obj.defs"
     echo "ok $src $defs"
   else
@@ -126,13 +132,14 @@ compile_one() { # line
   fi
 }
 export -f compile_one
-export NVCC ARCH NVCC_LAUNCHER
-export INC_STR="${INC[*]}"
+export NVCC_LAUNCHER
+printf '%s\n' "${BASE[@]}" >"$OUT/nvcc-base.txt" # one word per line: paths may hold blanks
+export BASE_FILE=$OUT/nvcc-base.txt
 
 fail=0
 # xargs runs JOBS compiles at once; each prints its own verdict.
 results=$(tr '\n' '\0' <"$jobs_file" |
-  xargs -0 -P "$JOBS" -I{} bash -c 'INC=($INC_STR); compile_one "$1"' _ {})
+  xargs -0 -P "$JOBS" -I{} bash -c 'mapfile -t BASE <"$BASE_FILE"; compile_one "$1"' _ {})
 echo "$results"
 n_ok=$(echo "$results" | grep -c '^ok')
 n_fail=$(echo "$results" | grep -c '^FAIL')

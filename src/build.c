@@ -286,6 +286,7 @@ struct unit {
   int is_rt;         /* a runtime unit */
   const char *rtdir; /* the runtime and workload folders, resolved: */
   const char *wldir; /* one compile, however the folders were named */
+  const char *ident; /* the compiler in the cache key (objcache_ident) */
   char obj[PATHN + 64];
   struct argv_b a; /* the compile command */
   char archf[96], rti[PATHN], wli[PATHN], nci[PATHN];
@@ -334,39 +335,23 @@ static void unit_argv(struct unit *u)
   arg(a, u->obj);
 }
 
-/* Whether the command names every file by an absolute path (the source,
- * the -I folders): then it compiles the same from any folder. */
-static int all_absolute(const struct argv_b *a)
-{
-  int i;
-
-  for (i = 1; i < a->n - 2; i++) { /* less "-o OBJ": not in the key */
-    const char *v = a->v[i];
-    if (!strncmp(v, "-I", 2) ? v[2] != '/' : v[0] != '-' && v[0] != '/')
-      return 0;
-  }
-  return 1;
-}
-
 /* Open the unit's cache entry and take the object from it when there;
  * u->need when it is not.  The key holds the source's name and text, not
  * its folder: a candidate lands in a fresh work dir each time, and its
  * object must still be found again. */
 static int unit_key(struct unit *u, struct err *e)
 {
-  const struct toolchain *tc = u->o->tc;
-  const char *kv[MAX_ARGS + 1], *name = strrchr(u->src, '/');
-  char ident[512], srcarg[200];
+  const char *kv[MAX_ARGS + 1];
   int i, k = 0, rc;
 
   unit_argv(u);
-  snprintf(srcarg, sizeof(srcarg), "SRC=%s", name ? name + 1 : u->src);
-  for (i = 0; i < u->a.n - 2; i++) /* less "-o OBJ" */
-    kv[k++] = !strcmp(u->a.v[i], u->src) ? srcarg : u->a.v[i];
-  snprintf(ident, sizeof(ident), "%s\n%s\nnccl %d", tc->nvcc, tc->nvcc_version,
-           tc->nccl_header_version);
-  if ((rc = objcache_open(&u->cache, u->o->cache_dir, ident, kv, k, u->src,
-                          all_absolute(&u->a) ? OBJCACHE_ANY_DIR : 0, e)))
+  /* as cuco cc keys the same command (cc.c): the compiler by its ident,
+   * so `make cuda`'s compiles through cuco cc are these */
+  kv[k++] = "";
+  for (i = 1; i < u->a.n - 2; i++) /* less "-o OBJ" */
+    kv[k++] = u->a.v[i];
+  if ((rc = objcache_open(&u->cache, u->o->cache_dir, u->ident, kv, k, u->src,
+                          OBJCACHE_RELOCATE, e)))
     return rc;
   rc = objcache_get(&u->cache, u->obj, NULL, NULL, e);
   if (rc < 0)
@@ -462,6 +447,7 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   char libs[WORKLOAD_MAX_LIBS][80];
   char objdir[PATHN], rtdir[PATH_MAX], wldir[PATH_MAX], rp_impl[PATH_MAX];
   struct argv_b a = {{0}, 0};
+  struct buf ident = BUF_INIT(80 * 1024);
   int nunits = 0, nobj = 0, i, rc, nolib;
 
   if (!tc || !tc->nvcc[0])
@@ -505,10 +491,15 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
            o->wl->name);
   jobs[nunits + 1].is_impl = 1;
   nobj = nunits + 2;
+  if (objcache_ident(tc->nvcc, &ident)) {
+    rc = err_set(e, ERR_PROC, "%s --version did not run", tc->nvcc);
+    goto out;
+  }
   for (i = 0; i < nobj; i++) {
     jobs[i].o = o;
     jobs[i].rtdir = rtdir;
     jobs[i].wldir = wldir;
+    jobs[i].ident = buf_str(&ident);
     buf_init(&jobs[i].log, BUILD_LOG_MAX);
     snprintf(jobs[i].obj, sizeof(jobs[i].obj), "%s/%s.o", objdir,
              jobs[i].base);
@@ -587,6 +578,7 @@ out:
     buf_release(&jobs[i].log);
   free(jobs);
   free_names(units, nunits);
+  buf_release(&ident);
   return rc;
 }
 

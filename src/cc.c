@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,25 +45,29 @@ static const char *output_of(int argc, char **argv, int *at)
   return o;
 }
 
-/* "PATH\nVERSION TEXT": what names the compiler in the key. */
-static int compiler_ident(const char *cmd, struct buf *id)
+/* The source file of the command: its one word (not an option, not the
+ * output) that names an existing C, C++ or CUDA file.  NULL when there is
+ * none or more than one: then the key holds every word as written. */
+static const char *source_of(int argc, char **argv, int out_at)
 {
-  char path[4096];
-  const char *argv[3] = {NULL, "--version", NULL};
-  char *ver;
-  int ok = 0;
+  static const char *const ext[] = {".cu", ".c", ".cc", ".cpp", ".cxx", NULL};
+  const char *found = NULL;
+  int i, k;
 
-  if (!proc_which(cmd, NULL, path, sizeof(path)))
-    return -1;
-  argv[0] = path;
-  ver = proc_capture(argv, 64 * 1024, &ok);
-  if (!ver || !ok) {
-    free(ver);
-    return -1;
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i], *dot = strrchr(argv[i], '.');
+    struct stat st;
+    if (i == out_at || i == out_at + 1 || a[0] == '-' || !dot)
+      continue;
+    for (k = 0; ext[k] && strcmp(dot, ext[k]); k++)
+      ;
+    if (!ext[k] || stat(a, &st) || !S_ISREG(st.st_mode))
+      continue;
+    if (found)
+      return NULL;
+    found = a;
   }
-  (void)buf_printf(id, "%s\n%s", path, ver);
-  free(ver);
-  return buf_error(id) ? -1 : 0;
+  return found;
 }
 
 static int run_compiler(const char *const *argv, struct proc_result *r,
@@ -134,7 +139,7 @@ int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv)
     goto out;
   }
   outp = output_of(argc, argv, &at);
-  if (!outp || compiler_ident(argv[0], &id))
+  if (!outp || objcache_ident(argv[0], &id))
     goto uncached; /* not one compile we can key */
   /* the compiler by its resolved path (in the ident): "nvcc" and
    * "/usr/local/cuda/bin/nvcc" are one compiler */
@@ -142,7 +147,11 @@ int cmd_cc(struct cmd_ctx *ctx, int argc, char **argv)
   for (i = 1, k = 1; i < argc; i++)
     if (i != at && i != at + 1)
       kargv[k++] = argv[i];
-  if ((rc = objcache_open(&c, dir, buf_str(&id), kargv, k, NULL, 0, &e))) {
+  /* keyed as cuco eval's builds key theirs (build.c): the source by its
+   * name and text, the -I folders by their place when every path is
+   * absolute, so `make cuda` and cuco eval share their compiles */
+  if ((rc = objcache_open(&c, dir, buf_str(&id), kargv, k,
+                          source_of(argc, argv, at), OBJCACHE_RELOCATE, &e))) {
     /* a cache we cannot use must not fail the compile */
     fprintf(stderr, "cuco cc: object cache off: %s\n", e.msg);
     goto uncached;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,11 @@
 
 #include "buf.h"
 #include "file.h"
+#include "proc.h"
 
 #define MANIFEST_MAX (4u << 20)    /* 4 MiB of input names */
 #define ENTRY_MAX    (1024u << 20) /* 1 GiB: an object is a few MiB */
-#define MAGIC_M      "cuco-objcache-manifest 2\n" /* 2: "@S/" inputs */
+#define MAGIC_M      "cuco-objcache-manifest 3\n" /* 2: "@S/", 3: "@K/" */
 #define MAGIC_O      "cuco-objcache-entry 1"
 
 /* The whole file (NUL after it, at most MAX bytes); NULL when missing,
@@ -97,15 +99,58 @@ static int write_atomic(const struct objcache *c, const char *path,
   return 0;
 }
 
+/* Whether the command names every file by an absolute path: its -I
+ * folders and its other words that are not options (the output path is
+ * not in kargv). */
+static int all_absolute(const char *const *kargv, int kargc)
+{
+  int i;
+
+  for (i = 1; i < kargc; i++) {
+    const char *v = kargv[i];
+    if (!strncmp(v, "-I", 2) ? v[2] != '/' : v[0] != '-' && v[0] != '/')
+      return 0;
+  }
+  return 1;
+}
+
+/* Remember a -I folder (RELOCATE): "-I/abs/dir" is "-I@K" in the key, and
+ * an input under it "@K/NAME" in the manifest.  Its index, or -1 when
+ * there is no room (then it stays as written). */
+static int add_base(struct objcache *c, const char *dir)
+{
+  size_t used = 0, n = strlen(dir);
+  int i;
+
+  for (i = 0; i < c->nbases; i++)
+    used += strlen(c->bases + used) + 1;
+  if (c->nbases >= OBJCACHE_MAX_BASES || used + n + 1 > sizeof(c->bases))
+    return -1;
+  memcpy(c->bases + used, dir, n + 1);
+  return c->nbases++;
+}
+
+static const char *base_at(const struct objcache *c, int k)
+{
+  const char *b = c->bases;
+
+  if (k < 0 || k >= c->nbases)
+    return NULL;
+  while (k-- > 0)
+    b += strlen(b) + 1;
+  return b;
+}
+
 int objcache_open(struct objcache *c, const char *dir, const char *ident,
                   const char *const *kargv, int kargc, const char *src,
                   unsigned flags, struct err *e)
 {
   static const char *const sub[] = {"m", "o", "tmp", "lock"};
   XXH64_state_t *st;
-  char p[OBJCACHE_PATH + 16], cwd[OBJCACHE_PATH];
+  char p[OBJCACHE_PATH + 16], cwd[OBJCACHE_PATH], word[OBJCACHE_PATH + 16];
+  const char *name = src ? strrchr(src, '/') : NULL;
   size_t i;
-  int rc;
+  int rc, abs = all_absolute(kargv, kargc);
 
   memset(c, 0, sizeof(*c));
   c->lock_fd = -1;
@@ -119,7 +164,9 @@ int objcache_open(struct objcache *c, const char *dir, const char *ident,
     if ((rc = file_mkdirs_mode(p, 0700, e)))
       return rc;
   }
-  if ((flags & OBJCACHE_ANY_DIR) || !getcwd(cwd, sizeof(cwd)))
+  c->relocate = (flags & OBJCACHE_RELOCATE) && abs;
+  if (((flags & (OBJCACHE_ANY_DIR | OBJCACHE_RELOCATE)) && abs) ||
+      !getcwd(cwd, sizeof(cwd)))
     cwd[0] = '\0';
   st = XXH64_createState();
   if (!st)
@@ -128,8 +175,20 @@ int objcache_open(struct objcache *c, const char *dir, const char *ident,
   XXH64_update(st, MAGIC_M, sizeof(MAGIC_M));
   XXH64_update(st, ident, strlen(ident) + 1);
   XXH64_update(st, cwd, strlen(cwd) + 1);
-  for (i = 0; i < (size_t)kargc; i++)
-    XXH64_update(st, kargv[i], strlen(kargv[i]) + 1);
+  for (i = 0; i < (size_t)kargc; i++) {
+    const char *w = kargv[i];
+    int k;
+    if (src && !strcmp(w, src)) {
+      /* the source by its name: its text is hashed below */
+      snprintf(word, sizeof(word), "SRC=%s", name ? name + 1 : src);
+      w = word;
+    } else if (c->relocate && !strncmp(w, "-I", 2) &&
+               (k = add_base(c, w + 2)) >= 0) {
+      snprintf(word, sizeof(word), "-I@%d", k);
+      w = word;
+    }
+    XXH64_update(st, w, strlen(w) + 1);
+  }
   if (src) {
     unsigned long long h, size;
     if (hash_file(src, &h, &size)) {
@@ -162,6 +221,63 @@ static size_t src_dir_len(const struct objcache *c)
 {
   const char *sl = c->src[0] ? strrchr(c->src, '/') : NULL;
   return sl ? (size_t)(sl - c->src) + 1 : 0;
+}
+
+/* A manifest's path as this compile finds it: "@S/NAME" beside its
+ * source, "@K/NAME" under its K-th -I folder, else as written.  -1 when
+ * it names a place this compile does not have. */
+static int resolve(const struct objcache *c, const char *m, char *out,
+                   size_t n)
+{
+  const char *b;
+  char *end;
+  long k;
+
+  if (m[0] != '@') {
+    snprintf(out, n, "%s", m);
+    return 0;
+  }
+  if (!strncmp(m, SRCDIR_TAG, strlen(SRCDIR_TAG))) {
+    size_t dl = src_dir_len(c);
+    if (!dl)
+      return -1;
+    snprintf(out, n, "%.*s%s", (int)dl, c->src, m + strlen(SRCDIR_TAG));
+    return 0;
+  }
+  k = strtol(m + 1, &end, 10);
+  if (end == m + 1 || *end != '/' || !(b = base_at(c, (int)k)))
+    return -1;
+  snprintf(out, n, "%s%s", b, end);
+  return 0;
+}
+
+/* How the manifest names an input: under the longest -I folder of a
+ * relocated compile "@K/NAME", else beside the source "@S/NAME", else as
+ * is.  The folder comes first: `make cuda` compiles workloads/W/seed.cu
+ * with -Iworkloads/W, where its headers are beside it too, and a candidate
+ * in a work dir of its own finds the same headers through -I. */
+static void manifest_name(const struct objcache *c, const char *path,
+                          char *out, size_t n)
+{
+  size_t dl = src_dir_len(c), best = 0;
+  int k, at = -1;
+
+  for (k = 0; c->relocate && k < c->nbases; k++) {
+    const char *b = base_at(c, k);
+    size_t bl = strlen(b);
+    while (bl > 1 && b[bl - 1] == '/')
+      bl--;
+    if (bl > best && !strncmp(path, b, bl) && path[bl] == '/') {
+      best = bl;
+      at = k;
+    }
+  }
+  if (at >= 0)
+    snprintf(out, n, "@%d%s", at, path + best);
+  else if (dl && !strncmp(path, c->src, dl))
+    snprintf(out, n, SRCDIR_TAG "%s", path + dl);
+  else
+    snprintf(out, n, "%s", path);
 }
 
 /* The entry named by the manifest while every input it lists still has
@@ -202,19 +318,9 @@ static void current_entry(const struct objcache *c, char *name, size_t n)
       ok = 0;
       break;
     }
-    if (!strncmp(line + off, SRCDIR_TAG, strlen(SRCDIR_TAG))) {
-      size_t dl = src_dir_len(c);
-      if (!dl) {
-        ok = 0;
-        break;
-      }
-      snprintf(p, sizeof(p), "%.*s%s", (int)dl, c->src,
-               line + off + strlen(SRCDIR_TAG));
-      if (hash_file(p, &h, &s) || h != want_h || s != want_s)
-        ok = 0;
-    } else if (hash_file(line + off, &h, &s) || h != want_h || s != want_s) {
+    if (resolve(c, line + off, p, sizeof(p)) || hash_file(p, &h, &s) ||
+        h != want_h || s != want_s)
       ok = 0;
-    }
   }
   free(m);
   if (!ok)
@@ -294,7 +400,8 @@ int objcache_put(struct objcache *c, const char *depfile, const char *obj,
   char path[OBJCACHE_PATH + 32], ent[17];
   const char *p;
   unsigned long long h, s;
-  size_t dlen, olen, dl = src_dir_len(c);
+  size_t dlen, olen;
+  char mname[OBJCACHE_PATH + 16];
   int rc = 0, ndeps = 0;
 
   deps = slurp(depfile, MANIFEST_MAX, &dlen);
@@ -320,11 +427,8 @@ int objcache_put(struct objcache *c, const char *depfile, const char *obj,
       rc = err_set(e, ERR_IO, "input %s cannot be read", name);
       goto out;
     }
-    if (dl && !strncmp(name, c->src, dl))
-      (void)buf_printf(&man, "%016llx %llu " SRCDIR_TAG "%s\n", h, s,
-                       name + dl);
-    else
-      (void)buf_printf(&man, "%016llx %llu %s\n", h, s, name);
+    manifest_name(c, name, mname, sizeof(mname));
+    (void)buf_printf(&man, "%016llx %llu %s\n", h, s, mname);
     ndeps++;
   }
   if (buf_error(&man)) {
@@ -402,4 +506,27 @@ void objcache_log(const char *what, double seconds, int argc,
     fprintf(f, " %s", argv[i]);
   fputc('\n', f);
   fclose(f);
+}
+
+int objcache_ident(const char *compiler, struct buf *id)
+{
+  char path[OBJCACHE_PATH], real[PATH_MAX];
+  const char *argv[3] = {NULL, "--version", NULL};
+  char *ver;
+  int ok = 0;
+
+  if (!proc_which(compiler, NULL, path, sizeof(path)))
+    return -1;
+  /* "nvcc", "/usr/local/cuda/bin/nvcc" and its link target are one */
+  if (realpath(path, real) && strlen(real) < sizeof(path))
+    snprintf(path, sizeof(path), "%s", real);
+  argv[0] = path;
+  ver = proc_capture(argv, 64 * 1024, &ok);
+  if (!ver || !ok) {
+    free(ver);
+    return -1;
+  }
+  (void)buf_printf(id, "%s\n%s", path, ver);
+  free(ver);
+  return buf_error(id) ? -1 : 0;
 }

@@ -10,7 +10,8 @@
  * and the output file) is found only while every one of them is unchanged.
  *
  *   DIR/m/KEY       manifest: entry name, then "HASH SIZE PATH" per input
- *                   (an input beside the named source: "@S/NAME")
+ *                   (beside the named source "@S/NAME", under the K-th -I
+ *                   folder of a relocated compile "@K/NAME")
  *   DIR/o/ENTRY     "cuco-objcache-entry 1 OUTLEN ERRLEN OBJLEN OBJHASH\n"
  *                   then stdout, stderr, the object
  *   DIR/lock/KEY    flock()ed while one process compiles KEY
@@ -36,15 +37,30 @@ struct buf;
 struct objcache {
   char dir[OBJCACHE_PATH];
   char key[17];
-  char src[OBJCACHE_PATH]; /* "" or the source whose text is in the key */
+  char src[OBJCACHE_PATH];   /* "" or the source whose text is in the key */
+  int relocate;              /* OBJCACHE_RELOCATE applies */
+  char bases[OBJCACHE_PATH]; /* its -I folders, NUL after each */
+  int nbases;
   int lock_fd;
 };
 
-/* objcache_open's flags.  OBJCACHE_ANY_DIR: every path in the command is
- * absolute (the caller made them so), so the working directory is left
- * out of the key and one compile is found again from any folder (cuco
- * eval's builds: t0503 compiled the runtime once per scaffold folder). */
-enum { OBJCACHE_ANY_DIR = 1 };
+/* objcache_open's flags; each applies only when every path of the
+ * command is absolute (its -I folders and its words that are not
+ * options), else the working directory stays in the key.
+ *   OBJCACHE_ANY_DIR   the working directory is left out of the key, so
+ *                      one compile is found again from any folder (t0503
+ *                      compiled the runtime once per scaffold folder).
+ *   OBJCACHE_RELOCATE  that, and the -I folders are named by their place
+ *                      ("-I@0", "-I@1" in the key, "@K/NAME" for an input
+ *                      under one in the manifest, resolved against this
+ *                      compile's folders): a copy of a workload folder
+ *                      (cuco init's scaffold) finds the compile of the
+ *                      original while every input has the same text.
+ * With src given, the word that names it is "SRC=NAME" in the key either
+ * way (its text is hashed), and an input beside it "@S/NAME". */
+enum { OBJCACHE_ANY_DIR = 1, OBJCACHE_RELOCATE = 2 };
+
+#define OBJCACHE_MAX_BASES 8
 
 /* Compute the key of one compile and create DIR's folders.  kargv (kargc
  * entries) is the command minus its output path; ident names the
@@ -75,6 +91,11 @@ void objcache_unlock(struct objcache *c);
 /* A fresh temporary path in DIR/tmp (for the compiler's -o and -MF). */
 void objcache_tmp(const struct objcache *c, const char *suffix, char *out,
                   size_t n);
+
+/* What names a compiler in the key: the resolved path of COMPILER (found
+ * on $PATH) and the text its --version prints, appended to id.  0, or -1
+ * when it cannot be run. */
+int objcache_ident(const char *compiler, struct buf *id);
 
 /* Append "WHAT SECONDS ARGV..." to $CUCO_CC_LOG when it is set (WHAT: hit,
  * miss, fail or uncached): cuco cc and cuco eval's builds log there, so a

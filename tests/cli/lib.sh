@@ -82,18 +82,20 @@ check_cheats() {
 # alone gets a cache of its own.  CCW is the prefix of a cached command.
 CC_CACHE=${CUCO_TEST_CACHE:-$TMP/cc-cache}
 if [ -x "$CUCO" ]; then CCW=("$CUCO" cc --cache-dir "$CC_CACHE" --); else CCW=(); fi
+NV_BASE=() # nv_wl's nvcc words, read once
 # nv_wl W [DEFS...] -- SRC OBJ: compile SRC of workload folder W (relative
-# to the checkout, as scripts/cuda-compile.sh does it; W "" for a runtime
-# file) with exactly the
-# flags of `make cuda`, so the compile is shared with t0601's; runs in $ROOT.
+# to the checkout; W "" for a runtime file) with exactly the command of
+# `make cuda` and of cuco eval's builds (scripts/eval-nvcc.sh), so the
+# compile is shared with t0601's and with cuco eval's; runs in $ROOT.
 nv_wl() {
   local w=$1 defs=(); shift
   while [ $# -gt 0 ] && [ "$1" != -- ]; do defs+=("$1"); shift; done
   shift
-  local inc=(-Iruntime)
-  [ -n "${CUCO_NCCL_INCLUDE:-}" ] && inc+=(-I"$CUCO_NCCL_INCLUDE")
-  (cd "$ROOT" && "${CCW[@]}" "${NVCC:-nvcc}" -arch="${CUCO_ARCH:-sm_90}" -std=c++17 -O2 \
-    "${inc[@]}" ${w:+-I"$w"} "${defs[@]}" -diag-suppress 177 -c "$1" -o "$2")
+  # cuco eval's words (scripts/eval-nvcc.sh), as make cuda uses them
+  [ "${#NV_BASE[@]}" -gt 0 ] ||
+    mapfile -t NV_BASE < <(CUCO=$CUCO NVCC=${NVCC:-} "$ROOT/scripts/eval-nvcc.sh")
+  (cd "$ROOT" && "${CCW[@]}" "${NV_BASE[@]:0:5}" ${w:+-I"$(realpath "$w")"} "${NV_BASE[@]:5}" \
+    "${defs[@]}" -c "$(realpath "$1")" -o "$2")
 }
 # unity_cc NAME [FLAGS...] -- SECTION...: one check that every SECTION
 # (FILE or FILE@NAME=VALUE,...: a directive variant, scripts/unity.py)

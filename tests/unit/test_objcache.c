@@ -296,12 +296,63 @@ static void test_src_dir(void **state)
   put_file("a.h", "#define A 1\n");
 }
 
+/* OBJCACHE_RELOCATE: the -I folders by their place.  A copy of the
+ * workload folder (cuco init's scaffold) finds the original's compile
+ * while its headers have the same text, and not once one differs. */
+static int lookup_wl(struct objcache *c, const char *wl, unsigned flags)
+{
+  char dir[128], src[128], inc[128], out[128];
+  const char *argv[] = {"", inc, "-c", src};
+  struct err e = {0, ""};
+
+  snprintf(dir, sizeof(dir), "%s/cache", root);
+  snprintf(src, sizeof(src), "%s/S/k.c", root);
+  snprintf(inc, sizeof(inc), "-I%s/%s", root, wl);
+  snprintf(out, sizeof(out), "%s/out.o", root);
+  unlink(out);
+  assert_int_equal(objcache_open(c, dir, "cc 1.0", argv, 4, src, flags, &e),
+                   0);
+  return objcache_get(c, out, NULL, NULL, &e);
+}
+
+static void test_relocate(void **state)
+{
+  struct objcache c;
+  struct err e = {0, ""};
+  char dep[128], obj[128], d[512];
+  FILE *f;
+  (void)state;
+
+  for (const char *w = "SXY"; *w; w++) {
+    snprintf(d, sizeof(d), "%s/%c", root, *w);
+    assert_int_equal(mkdir(d, 0700), 0);
+  }
+  put_file("S/k.c", "#include <w.h>\n");
+  put_file("X/w.h", "#define W 1\n");
+  put_file("Y/w.h", "#define W 1\n");
+  assert_int_equal(lookup_wl(&c, "X", OBJCACHE_RELOCATE), 0);
+  snprintf(dep, sizeof(dep), "%s/wl.d", root);
+  snprintf(obj, sizeof(obj), "%s/out.o", root);
+  put_file("out.o", "OBJECT-X");
+  f = fopen(dep, "wb");
+  assert_non_null(f);
+  snprintf(d, sizeof(d), "out.o : %s/S/k.c %s/X/w.h\n", root, root);
+  fputs(d, f);
+  fclose(f);
+  assert_int_equal(objcache_put(&c, dep, obj, "", 0, "", 0, &e), 0);
+  assert_int_equal(lookup_wl(&c, "Y", OBJCACHE_RELOCATE), 1);
+  assert_int_equal(lookup_wl(&c, "Y", OBJCACHE_ANY_DIR), 0); /* by path */
+  put_file("Y/w.h", "#define W 2\n");
+  assert_int_equal(lookup_wl(&c, "Y", OBJCACHE_RELOCATE), 0);
+  assert_int_equal(lookup_wl(&c, "X", OBJCACHE_RELOCATE), 1);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hit_miss), cmocka_unit_test(test_corrupt),
       cmocka_unit_test(test_bad_deps), cmocka_unit_test(test_any_dir),
-      cmocka_unit_test(test_src_dir),
+      cmocka_unit_test(test_src_dir),  cmocka_unit_test(test_relocate),
   };
   int rc;
 
