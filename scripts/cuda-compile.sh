@@ -10,8 +10,10 @@
 # --write-cheats` writes them out as whole sources under $BUILD/cuda/cheats
 # first (a file is replaced only when its text changed).
 #   NVCC (default: cuco's toolchain), CUCO_ARCH (default: its arch),
-#   CUCO ($BUILD/cuco), JOBS (2), NVCC_LAUNCHER (words put before nvcc,
-#   e.g. "cuco cc --" for the object cache; the test suite shares one).
+#   CUCO ($BUILD/cuco), JOBS (2), NVCC_LAUNCHER (words put before nvcc;
+#   default "$CUCO cc --": the object cache cuco eval uses, so a make
+#   cuda leaves the runtime and reference objects the next cuco eval
+#   takes; the test suite names its own cache; empty for plain nvcc).
 #   Exit 0 when everything compiled; 1 and the errors otherwise.
 cd "$(dirname "$0")/.." || exit 2
 NVCC=${NVCC:-nvcc}
@@ -132,6 +134,7 @@ compile_one() { # line
   fi
 }
 export -f compile_one
+NVCC_LAUNCHER=${NVCC_LAUNCHER-$CUCO cc --}
 export NVCC_LAUNCHER
 printf '%s\n' "${BASE[@]}" >"$OUT/nvcc-base.txt" # one word per line: paths may hold blanks
 export BASE_FILE=$OUT/nvcc-base.txt
