@@ -64,7 +64,7 @@ fi
 mapfile -t names < <(for n in "${names[@]}"; do
   printf '%s %s\n' "${prev[$n]:-100000}" "$n"; done | sort -k1,1nr -k2 | cut -d' ' -f2)
 
-total=${#names[@]} done_n=0 pass=0 fail=0
+total=${#names[@]} done_n=0 pass=0 fail=0 t_start=$EPOCHREALTIME
 failed_names=()
 declare -A pid_of state took cpu_of
 echo "running $total tests, $jobs at a time and one that mostly waits beside them (logs: $LOGDIR)"
@@ -167,5 +167,8 @@ for n in "${failed_names[@]}"; do
   echo "failed: $n"
   grep -E '^not ok |^# ' "$LOGDIR/$n.log" | head -8 | cut -c1-300
 done
+# the run's wall time and the CPU its tests used (cpu.txt has each)
+awk -v a="$t_start" -v b="$EPOCHREALTIME" '{ c += $2 } END {
+  printf "wall %.0f s for the tests, their CPU %.0f s\n", b - a, c }' "$LOGDIR/cpu.txt"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
