@@ -149,8 +149,8 @@ for n in "${names[@]}"; do printf '%s %s %s\n' "${took[$n]}" "${cpu_of[$n]}" "$n
 cc_note() { # name: what its nvcc commands did, from NAME.cc
   [ -s "$LOGDIR/$1.cc" ] || return 0
   awk '{ n[$1]++; t[$1] += $2 } END {
-    printf " (nvcc: %d compiled in %.0f s, %d from the cache)", n["miss"] + n["fail"] + n["uncached"],
-      t["miss"] + t["fail"] + t["uncached"], n["hit"] }' "$LOGDIR/$1.cc"
+    printf " (nvcc: %d compiled in %.0f s, %d from the cache%s)", n["miss"] + n["fail"],
+      t["miss"] + t["fail"], n["hit"], n["uncached"] ? sprintf(", %d not cacheable", n["uncached"]) : "" }' "$LOGDIR/$1.cc"
 }
 echo "slowest:"
 for n in "${names[@]}"; do printf '%s %s\n' "${took[$n]}" "$n"; done |
