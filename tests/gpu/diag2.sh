@@ -7,7 +7,8 @@
 # image has no gdb but has cuda-gdb, which attaches as root: this takes every
 # thread's backtrace of the rank binary a few seconds into the hang.
 # First run (2026-12-02) found cuBLASLt's lazy cuLibraryLoadData; this
-# version asks what is left after the warm-ups (docs/vranks.md).
+# version asks what is left after the warm-ups (docs/vranks.md), and one
+# question of issue 22 (the hog_race probe, part 3).
 # Carry ./cuco and .gpulibs/.  Writes diag2.txt under $OUT as it goes.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,8 +25,8 @@ T0=$(date +%s)
 # sample DIR PATTERN WAIT: once a rank binary under DIR whose command line
 # matches PATTERN has run WAIT s, every thread's backtrace (twice, 4 s apart).
 sample() {
-  local p="" i
-  for i in $(seq 1 200); do p=$(pgrep -f "$1/.*\.bin .*$2" | head -1); [ -n "$p" ] && break; sleep 0.25; done
+  local p=""
+  for _ in $(seq 1 200); do p=$(pgrep -f "$1/.*\.bin .*$2" | head -1); [ -n "$p" ] && break; sleep 0.25; done
   [ -z "$p" ] && { echo "## no process matching $2" >>"$D"; return; }
   sleep "$3"
   for k in 1 2; do
@@ -61,4 +62,40 @@ grep -n 'comm_ctas' $W/c8.cu | head -3 >>"$D"
 timeout 100 ./cuco eval workloads/moe_dsv3 --candidate $W/c8.cu --vranks 8 --no-bench --timeout 60 --out $W/moe8 >$W/moe8.txt 2>&1
 echo "comm_ctas=8: rc=$? at $(( $(date +%s) - T0 )) s" >>"$D"
 tail -2 $W/moe8.txt | cut -c1-300 >>"$D"
+# 3. issue 22: gemm_allgather's hog_race is accepted at 1 rank, though its
+#    32-thread consumer should time out beside the hog (ptxas: k_hog 16
+#    registers, ce_consume 14, ce_produce 10; 62 hog warps per SM leave room
+#    for the consumer only).  One bit: the probe is the cheat plus a mark,
+#    NaN in C[0] after the GEMM of any step where the consumer's 200 us wait
+#    ran out.  Verdict "verify failed at perturb-hog": it did time out
+#    there, so the flip happened and something else hid it; a pass: it
+#    never timed out, so the producer ran beside the hog; a failure at a
+#    plain step: it times out without the hog too.
+echo "== gemm_allgather hog_race probe, 1 rank (start $(( $(date +%s) - T0 )) s)" >>"$D"
+./cuco eval workloads/gemm_allgather --write-cheats $W/ch >/dev/null 2>&1
+if [ -f $W/ch/hog_race.cu ]; then
+  python3 - $W/ch/hog_race.cu $W/probe.cu <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+s = "\n".join(l for l in s.split("\n") if "CUCO-EXPECT-REJECT" not in l)
+wait = "    } while (atomicAdd(flag, 0ull) < ep && t - t0 < 200000ull);\n"
+assert wait in s, "hog_race.cu changed: its wait loop is not found"
+s = s.replace(wait, wait + "    if (atomicAdd(flag, 0ull) < ep) g_probe_out = ep;\n")
+decl = "__global__ void __launch_bounds__(32) ce_consume("
+s = s.replace(decl, "__device__ unsigned long long g_probe_out;\n"
+              "__global__ void probe_mark(unsigned short *c, unsigned long long ep) {\n"
+              "  if (g_probe_out == ep) c[0] = 0x7FC0;\n}\n" + decl)
+run = "  if (own_rows_run(ctx, u, &g_own, (const char *)g_hstage, 0, st) != 0) return -1;\n"
+assert run in s, "hog_race.cu changed: its GEMM call is not found"
+s = s.replace(run, run + "  probe_mark<<<1, 1, 0, st>>>((unsigned short *)u->C, rt_epoch(ctx));\n"
+              "  RT_LAUNCH(ctx);\n")
+open(sys.argv[2], "w").write(s)
+PY
+  timeout 120 ./cuco eval workloads/gemm_allgather --candidate $W/probe.cu --ranks 1 --no-bench \
+    --timeout 60 --out $W/probe >$W/probe.txt 2>&1
+  echo "probe: rc=$? at $(( $(date +%s) - T0 )) s" >>"$D"
+  grep -E 'verify|rejected|failed|ok' $W/probe.txt | head -8 | cut -c1-300 >>"$D"
+else
+  echo "probe: --write-cheats gave no hog_race.cu" >>"$D"
+fi
 echo "total $(( $(date +%s) - T0 )) s" >>"$D"
