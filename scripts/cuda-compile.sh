@@ -35,7 +35,8 @@ mkdir -p "$OUT"
 # cuco eval's builds find: a runtime unit or a reference compiled here is
 # not compiled again by the first `cuco eval`.
 mapfile -t BASE < <(CUCO=$CUCO NVCC=$NVCC scripts/eval-nvcc.sh)
-[ "${#BASE[@]}" -ge 5 ] || { echo "cuda-compile: scripts/eval-nvcc.sh failed" >&2; exit 2; }
+printf '%s\n' "${BASE[@]}" | grep -qx '{workload}' ||
+  { echo "cuda-compile: scripts/eval-nvcc.sh failed" >&2; exit 2; }
 
 # One job per line: OBJ|SRC|EXTRA_INCLUDE|DEFINES
 jobs_file=$OUT/jobs.txt
@@ -119,9 +120,11 @@ compile_one() { # line
   fi
   # cuco eval's order: NVCC -arch -std -O3 -I<runtime> [-I<workload>]
   # [-I<nccl>] DEFS -c SRC (absolute) -o OBJ
-  local cmd=("${BASE[@]:0:5}")
-  [ -n "$extra" ] && cmd+=(-I"$(realpath "$extra")")
-  cmd+=("${BASE[@]:5}")
+  local cmd=() w
+  for w in "${BASE[@]}"; do
+    if [ "$w" != "{workload}" ]; then cmd+=("$w")
+    elif [ -n "$extra" ]; then cmd+=(-I"$(realpath "$extra")"); fi
+  done
   # shellcheck disable=SC2086
   if ${NVCC_LAUNCHER:-} "${cmd[@]}" $defs -c "$(realpath "$src")" -o "$obj" >"$obj.log" 2>&1; then
     echo "$defs" >"$obj.defs"

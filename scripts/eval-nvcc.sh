@@ -1,13 +1,14 @@
 #!/bin/bash
 # Print, one per line, the words that start `cuco eval`'s nvcc command for
 # a unit (src/build.c unit_argv): NVCC -arch=ARCH -std=c++17 -O3
-# -I<runtime>, then for a workload unit -I<workload>, then -I<NCCL headers>
-# unless they are in a system folder.  The caller adds -DCUCO_VRANKS, the
-# directive flags, -c SRC -o OBJ in that order.  `make cuda` and the tests'
-# compiles use it so that their compiles and cuco eval's are one entry of
-# the object cache (docs/build.md).
-#   scripts/eval-nvcc.sh [WORKLOAD_DIR]     (CUCO: the cuco binary, for its
-#   toolchain: cuco doctor --json; NVCC overrides the compiler)
+# -I<runtime> {workload} [-I<NCCL headers>, unless in a system folder].
+# The line "{workload}" stands for -I<workload folder> in a workload unit
+# and for nothing in a runtime unit.  The caller adds -DCUCO_VRANKS, the
+# directive flags, -c SRC -o OBJ in that order (SRC absolute).  `make cuda`
+# and the tests' compiles use it so that their compiles and cuco eval's are
+# one entry of the object cache (docs/build.md).
+#   CUCO: the cuco binary, for its toolchain (cuco doctor --json); NVCC
+#   overrides the compiler, CUCO_ARCH the arch.
 cd "$(dirname "$0")/.." || exit 2
 CUCO=${CUCO:-${BUILD:-build}/cuco}
 tc=$("$CUCO" doctor --json 2>/dev/null | python3 -c '
@@ -23,7 +24,7 @@ echo "-arch=${CUCO_ARCH:-${arch:-sm_90}}"
 echo "-std=c++17"
 echo "-O3"
 echo "-I$(realpath runtime)"
-[ -n "${1:-}" ] && echo "-I$(realpath "$1")"
+echo "{workload}"
 case $nccl in
 '' | /usr/include | /usr/local/include) ;;
 *) echo "-I$nccl" ;;

@@ -114,31 +114,28 @@ static int all_absolute(const char *const *kargv, int kargc)
   return 1;
 }
 
-/* Remember a -I folder (RELOCATE): "-I/abs/dir" is "-I@K" in the key, and
- * an input under it "@K/NAME" in the manifest.  Its index, or -1 when
- * there is no room (then it stays as written). */
+/* Remember a -I folder (RELOCATE), without a trailing '/': "-I/abs/dir"
+ * is "-I@K" in the key, and an input under it "@K/NAME" in the manifest.
+ * Its index, or -1 when there is no room (then it stays as written). */
 static int add_base(struct objcache *c, const char *dir)
 {
-  size_t used = 0, n = strlen(dir);
-  int i;
+  size_t n = strlen(dir);
 
-  for (i = 0; i < c->nbases; i++)
-    used += strlen(c->bases + used) + 1;
-  if (c->nbases >= OBJCACHE_MAX_BASES || used + n + 1 > sizeof(c->bases))
+  while (n > 1 && dir[n - 1] == '/')
+    n--;
+  if (c->nbases >= OBJCACHE_MAX_BASES ||
+      c->bases_len + n + 1 > sizeof(c->bases))
     return -1;
-  memcpy(c->bases + used, dir, n + 1);
+  memcpy(c->bases + c->bases_len, dir, n);
+  c->bases[c->bases_len + n] = '\0';
+  c->base_off[c->nbases] = c->bases_len;
+  c->bases_len += n + 1;
   return c->nbases++;
 }
 
 static const char *base_at(const struct objcache *c, int k)
 {
-  const char *b = c->bases;
-
-  if (k < 0 || k >= c->nbases)
-    return NULL;
-  while (k-- > 0)
-    b += strlen(b) + 1;
-  return b;
+  return k >= 0 && k < c->nbases ? c->bases + c->base_off[k] : NULL;
 }
 
 int objcache_open(struct objcache *c, const char *dir, const char *ident,
@@ -165,8 +162,7 @@ int objcache_open(struct objcache *c, const char *dir, const char *ident,
       return rc;
   }
   c->relocate = (flags & OBJCACHE_RELOCATE) && abs;
-  if (((flags & (OBJCACHE_ANY_DIR | OBJCACHE_RELOCATE)) && abs) ||
-      !getcwd(cwd, sizeof(cwd)))
+  if (c->relocate || !getcwd(cwd, sizeof(cwd)))
     cwd[0] = '\0';
   st = XXH64_createState();
   if (!st)
@@ -265,8 +261,6 @@ static void manifest_name(const struct objcache *c, const char *path,
   for (k = 0; c->relocate && k < c->nbases; k++) {
     const char *b = base_at(c, k);
     size_t bl = strlen(b);
-    while (bl > 1 && b[bl - 1] == '/')
-      bl--;
     if (bl > best && !strncmp(path, b, bl) && path[bl] == '/') {
       best = bl;
       at = k;

@@ -32,35 +32,33 @@
 
 struct buf;
 
-#define OBJCACHE_PATH 4096
+#define OBJCACHE_PATH      4096
+#define OBJCACHE_MAX_BASES 8
 
 struct objcache {
   char dir[OBJCACHE_PATH];
   char key[17];
   char src[OBJCACHE_PATH];   /* "" or the source whose text is in the key */
   int relocate;              /* OBJCACHE_RELOCATE applies */
-  char bases[OBJCACHE_PATH]; /* its -I folders, NUL after each */
+  char bases[OBJCACHE_PATH]; /* its -I folders, NUL after each, */
+  size_t base_off[OBJCACHE_MAX_BASES]; /* ... starting here */
+  size_t bases_len;
   int nbases;
   int lock_fd;
 };
 
-/* objcache_open's flags; each applies only when every path of the
- * command is absolute (its -I folders and its words that are not
- * options), else the working directory stays in the key.
- *   OBJCACHE_ANY_DIR   the working directory is left out of the key, so
- *                      one compile is found again from any folder (t0503
- *                      compiled the runtime once per scaffold folder).
- *   OBJCACHE_RELOCATE  that, and the -I folders are named by their place
- *                      ("-I@0", "-I@1" in the key, "@K/NAME" for an input
- *                      under one in the manifest, resolved against this
- *                      compile's folders): a copy of a workload folder
- *                      (cuco init's scaffold) finds the compile of the
- *                      original while every input has the same text.
+/* objcache_open's flag OBJCACHE_RELOCATE: when every path of the command
+ * is absolute (its -I folders and its words that are not options), the
+ * working directory is left out of the key, so one compile is found again
+ * from any folder (t0503 compiled the runtime once per scaffold folder),
+ * and the -I folders are named by their place ("-I@0", "-I@1" in the key,
+ * "@K/NAME" for an input under one in the manifest, resolved against this
+ * compile's folders): a copy of a workload folder (cuco init's scaffold)
+ * finds the compile of the original while every input has the same text.
+ * Otherwise, and without the flag, the working directory is in the key.
  * With src given, the word that names it is "SRC=NAME" in the key either
  * way (its text is hashed), and an input beside it "@S/NAME". */
-enum { OBJCACHE_ANY_DIR = 1, OBJCACHE_RELOCATE = 2 };
-
-#define OBJCACHE_MAX_BASES 8
+enum { OBJCACHE_RELOCATE = 1 };
 
 /* Compute the key of one compile and create DIR's folders.  kargv (kargc
  * entries) is the command minus its output path; ident names the

@@ -94,8 +94,12 @@ nv_wl() {
   # cuco eval's words (scripts/eval-nvcc.sh), as make cuda uses them
   [ "${#NV_BASE[@]}" -gt 0 ] ||
     mapfile -t NV_BASE < <(CUCO=$CUCO NVCC=${NVCC:-} "$ROOT/scripts/eval-nvcc.sh")
-  (cd "$ROOT" && "${CCW[@]}" "${NV_BASE[@]:0:5}" ${w:+-I"$(realpath "$w")"} "${NV_BASE[@]:5}" \
-    "${defs[@]}" -c "$(realpath "$1")" -o "$2")
+  local cmd=() x
+  for x in "${NV_BASE[@]}"; do
+    if [ "$x" != "{workload}" ]; then cmd+=("$x")
+    elif [ -n "$w" ]; then cmd+=(-I"$(realpath "$ROOT/$w")"); fi
+  done
+  (cd "$ROOT" && "${CCW[@]}" "${cmd[@]}" "${defs[@]}" -c "$(realpath "$1")" -o "$2")
 }
 # unity_cc NAME [FLAGS...] -- SECTION...: one check that every SECTION
 # (FILE or FILE@NAME=VALUE,...: a directive variant, scripts/unity.py)

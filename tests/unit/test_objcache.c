@@ -73,9 +73,10 @@ static void entry_path(char *out, size_t n)
   assert_true(out[0] != '\0');
 }
 
-/* Open the compile ARGV with FLAGS and look it up; the lookup's result. */
-static int lookup_f(struct objcache *c, const char *const *argv, int argc,
-                    unsigned flags, struct buf *err)
+/* Open the compile ARGV (SRC: the source it names, or NULL) with FLAGS
+ * and look it up; the lookup's result. */
+static int lookup_at(struct objcache *c, const char *const *argv, int argc,
+                     const char *src, unsigned flags, struct buf *err)
 {
   char dir[128], out[128];
   struct err e = {0, ""};
@@ -83,19 +84,21 @@ static int lookup_f(struct objcache *c, const char *const *argv, int argc,
   snprintf(dir, sizeof(dir), "%s/cache", root);
   snprintf(out, sizeof(out), "%s/out.o", root);
   unlink(out);
-  assert_int_equal(
-      objcache_open(c, dir, "cc 1.0", argv, argc, NULL, flags, &e), 0);
+  assert_int_equal(objcache_open(c, dir, "cc 1.0", argv, argc, src, flags, &e),
+                   0);
   return objcache_get(c, out, NULL, err, &e);
 }
 
 static int lookup(struct objcache *c, const char *const *argv, int argc,
                   struct buf *err)
 {
-  return lookup_f(c, argv, argc, 0, err);
+  return lookup_at(c, argv, argc, NULL, 0, err);
 }
 
-/* "Compile": the object and the dependency list a compiler would write. */
-static void store(struct objcache *c, const char *obj_text)
+/* "Compile": the object OBJ_TEXT, the dependency list DEPS a compiler
+ * would write, and its warning WARN. */
+static void store_deps(struct objcache *c, const char *deps,
+                       const char *obj_text, const char *warn)
 {
   char dep[128], obj[128];
   struct err e = {0, ""};
@@ -103,8 +106,14 @@ static void store(struct objcache *c, const char *obj_text)
   snprintf(dep, sizeof(dep), "%s/out.d", root);
   snprintf(obj, sizeof(obj), "%s/out.o", root);
   put_file("out.o", obj_text);
-  put_file("out.d", "out.o : src.c \\\n  a.h\n");
-  assert_int_equal(objcache_put(c, dep, obj, "", 0, "a warning\n", 10, &e), 0);
+  put_file("out.d", deps);
+  assert_int_equal(objcache_put(c, dep, obj, "", 0, warn, strlen(warn), &e),
+                   0);
+}
+
+static void store(struct objcache *c, const char *obj_text)
+{
+  store_deps(c, "out.o : src.c \\\n  a.h\n", obj_text, "a warning\n");
 }
 
 static void test_hit_miss(void **state)
@@ -194,36 +203,25 @@ static void test_bad_deps(void **state)
 }
 
 /* The working directory is in the key (a relative path means something
- * else elsewhere), unless the caller says every path is absolute. */
+ * else elsewhere), unless every path is absolute and the caller asks. */
 static void test_any_dir(void **state)
 {
-  char src[128], sub[128], dep[128], obj[128];
+  char src[128], sub[128], d[512];
   const char *argv[] = {"cc", "-c", src};
   struct objcache c;
-  struct err e = {0, ""};
   (void)state;
 
   snprintf(src, sizeof(src), "%s/src.c", root);
   snprintf(sub, sizeof(sub), "%s/elsewhere", root);
   assert_int_equal(mkdir(sub, 0700), 0);
-  assert_int_equal(lookup_f(&c, argv, 3, OBJCACHE_ANY_DIR, NULL), 0);
-  snprintf(dep, sizeof(dep), "%s/abs.d", root);
-  snprintf(obj, sizeof(obj), "%s/out.o", root);
-  put_file("out.o", "OBJECT-ABS");
-  {
-    char d[512];
-    FILE *f = fopen(dep, "wb");
-    assert_non_null(f);
-    snprintf(d, sizeof(d), "out.o : %s %s/a.h\n", src, root);
-    fputs(d, f);
-    fclose(f);
-  }
-  assert_int_equal(objcache_put(&c, dep, obj, "", 0, "", 0, &e), 0);
-  assert_int_equal(lookup_f(&c, argv, 3, OBJCACHE_ANY_DIR, NULL), 1);
+  assert_int_equal(lookup_at(&c, argv, 3, NULL, OBJCACHE_RELOCATE, NULL), 0);
+  snprintf(d, sizeof(d), "out.o : %s %s/a.h\n", src, root);
+  store_deps(&c, d, "OBJECT-ABS", "");
+  assert_int_equal(lookup_at(&c, argv, 3, NULL, OBJCACHE_RELOCATE, NULL), 1);
   assert_int_equal(chdir(sub), 0);
   /* from another folder: found with the flag, not without it */
-  assert_int_equal(lookup_f(&c, argv, 3, OBJCACHE_ANY_DIR, NULL), 1);
-  assert_int_equal(lookup_f(&c, argv, 3, 0, NULL), 0);
+  assert_int_equal(lookup_at(&c, argv, 3, NULL, OBJCACHE_RELOCATE, NULL), 1);
+  assert_int_equal(lookup_at(&c, argv, 3, NULL, 0, NULL), 0);
   assert_int_equal(chdir(root), 0);
 }
 
@@ -233,35 +231,29 @@ static void test_any_dir(void **state)
 static int lookup_src(struct objcache *c, const char *folder)
 {
   const char *argv[] = {"cc", "-c", "SRC=k.c"};
-  char dir[128], src[128], out[128];
-  struct err e = {0, ""};
+  char src[128];
 
-  snprintf(dir, sizeof(dir), "%s/cache", root);
   snprintf(src, sizeof(src), "%s/%s/k.c", root, folder);
-  snprintf(out, sizeof(out), "%s/out.o", root);
-  unlink(out);
-  assert_int_equal(
-      objcache_open(c, dir, "cc 1.0", argv, 3, src, OBJCACHE_ANY_DIR, &e), 0);
-  return objcache_get(c, out, NULL, NULL, &e);
+  return lookup_at(c, argv, 3, src, OBJCACHE_RELOCATE, NULL);
 }
 
 static void store_src(struct objcache *c, const char *folder,
                       const char *obj_text)
 {
-  char dep[128], obj[128], d[512];
-  struct err e = {0, ""};
-  FILE *f;
+  char d[512];
 
-  snprintf(dep, sizeof(dep), "%s/src.d", root);
-  snprintf(obj, sizeof(obj), "%s/out.o", root);
-  put_file("out.o", obj_text);
-  f = fopen(dep, "wb");
-  assert_non_null(f);
   snprintf(d, sizeof(d), "out.o : %s/%s/k.c %s/%s/h.h %s/a.h\n", root, folder,
            root, folder, root);
-  fputs(d, f);
-  fclose(f);
-  assert_int_equal(objcache_put(c, dep, obj, "", 0, "", 0, &e), 0);
+  store_deps(c, d, obj_text, "");
+}
+
+static void make_dirs(const char *names)
+{
+  for (; *names; names++) {
+    char d[128];
+    snprintf(d, sizeof(d), "%s/%c", root, *names);
+    assert_int_equal(mkdir(d, 0700), 0);
+  }
 }
 
 static void test_src_dir(void **state)
@@ -271,11 +263,7 @@ static void test_src_dir(void **state)
   (void)state;
 
   snprintf(out, sizeof(out), "%s/out.o", root);
-  for (const char *f = "ABC"; *f; f++) {
-    char d[128];
-    snprintf(d, sizeof(d), "%s/%c", root, *f);
-    assert_int_equal(mkdir(d, 0700), 0);
-  }
+  make_dirs("ABC");
   put_file("A/k.c", "#include \"h.h\"\n");
   put_file("A/h.h", "#define H 1\n");
   put_file("B/k.c", "#include \"h.h\"\n");
@@ -301,47 +289,29 @@ static void test_src_dir(void **state)
  * while its headers have the same text, and not once one differs. */
 static int lookup_wl(struct objcache *c, const char *wl, unsigned flags)
 {
-  char dir[128], src[128], inc[128], out[128];
+  char src[128], inc[128];
   const char *argv[] = {"", inc, "-c", src};
-  struct err e = {0, ""};
 
-  snprintf(dir, sizeof(dir), "%s/cache", root);
   snprintf(src, sizeof(src), "%s/S/k.c", root);
   snprintf(inc, sizeof(inc), "-I%s/%s", root, wl);
-  snprintf(out, sizeof(out), "%s/out.o", root);
-  unlink(out);
-  assert_int_equal(objcache_open(c, dir, "cc 1.0", argv, 4, src, flags, &e),
-                   0);
-  return objcache_get(c, out, NULL, NULL, &e);
+  return lookup_at(c, argv, 4, src, flags, NULL);
 }
 
 static void test_relocate(void **state)
 {
   struct objcache c;
-  struct err e = {0, ""};
-  char dep[128], obj[128], d[512];
-  FILE *f;
+  char d[512];
   (void)state;
 
-  for (const char *w = "SXY"; *w; w++) {
-    snprintf(d, sizeof(d), "%s/%c", root, *w);
-    assert_int_equal(mkdir(d, 0700), 0);
-  }
+  make_dirs("SXY");
   put_file("S/k.c", "#include <w.h>\n");
   put_file("X/w.h", "#define W 1\n");
   put_file("Y/w.h", "#define W 1\n");
   assert_int_equal(lookup_wl(&c, "X", OBJCACHE_RELOCATE), 0);
-  snprintf(dep, sizeof(dep), "%s/wl.d", root);
-  snprintf(obj, sizeof(obj), "%s/out.o", root);
-  put_file("out.o", "OBJECT-X");
-  f = fopen(dep, "wb");
-  assert_non_null(f);
   snprintf(d, sizeof(d), "out.o : %s/S/k.c %s/X/w.h\n", root, root);
-  fputs(d, f);
-  fclose(f);
-  assert_int_equal(objcache_put(&c, dep, obj, "", 0, "", 0, &e), 0);
+  store_deps(&c, d, "OBJECT-X", "");
   assert_int_equal(lookup_wl(&c, "Y", OBJCACHE_RELOCATE), 1);
-  assert_int_equal(lookup_wl(&c, "Y", OBJCACHE_ANY_DIR), 0); /* by path */
+  assert_int_equal(lookup_wl(&c, "Y", 0), 0); /* by path */
   put_file("Y/w.h", "#define W 2\n");
   assert_int_equal(lookup_wl(&c, "Y", OBJCACHE_RELOCATE), 0);
   assert_int_equal(lookup_wl(&c, "X", OBJCACHE_RELOCATE), 1);
