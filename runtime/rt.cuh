@@ -38,10 +38,15 @@ int rt_gin_possible(struct wl_ctx *ctx);
 // Check before launching a kernel that spins on other ranks (barriers,
 // flags): all GRID CTAs of BLOCK threads and SMEM bytes of KERNEL (a
 // __global__ function) must be co-resident -- R times over in the --vranks
-// mode, where R virtual ranks share the GPU.  0 or rt_fail(...) naming both
-// numbers.
+// mode, where R virtual ranks share the GPU (rt_coresident_max).  0 or
+// rt_fail(...) naming both numbers.
 int rt_check_coresident(struct wl_ctx *ctx, const void *kernel, int grid,
                         int block, size_t smem);
+// The largest GRID that check accepts for KERNEL (>= 1), or rt_fail(...):
+// a kernel whose CTA count is a tuning choice takes min(choice, this).
+// Under --vranks all ranks' spinners get half the SMs (the rest is for the
+// GEMMs they wait on), so the choice can be smaller there.
+int rt_coresident_max(struct wl_ctx *ctx, const void *kernel, int block, size_t smem);
 // LSA team size of the communicator (host view).
 int rt_lsa_size(struct wl_ctx *ctx);
 

@@ -108,6 +108,14 @@ int rt_poison(void *dev, size_t bytes, int dtype, int counts,
 int rt_hash(const void *dev, size_t bytes, unsigned long long *out_dev,
             cudaStream_t stream);
 int rt_spin(double ms, cudaStream_t stream);
+// rt_streams.cu: the streams the implementation created (cuco links with
+// --wrap for cudaStreamCreate*, cudaStreamDestroy).  Enter/leave bracket
+// every call into implementation code on this thread; rt_side_delay
+// enqueues a spin of MS on each of CTX's streams and on the default ones.
+void rt_cand_enter(struct wl_ctx *ctx);
+void rt_cand_leave(void);
+int rt_side_count(struct wl_ctx *ctx);
+int rt_side_delay(struct wl_ctx *ctx, double ms);
 // The hog: every CTA bumps *RESIDENT_DEV (mapped host memory, may be NULL)
 // when it starts, so the runtime can wait until the whole hog is resident.
 // Returns the number of CTAs launched in *NCTA.

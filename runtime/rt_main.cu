@@ -16,8 +16,10 @@
 //   hog:   plain preparation, then a frozen SM/HBM hog (rt_hog) co-runs
 //          beside one rank for 1-5 ms plus twice the slowest plain step,
 //          resident on every SM before wl_step is called (the host waits
-//          for it): kernels that assumed an order ("done by then") see it
-//          flip;
+//          for it), and the streams the implementation created (and the
+//          default streams) begin with a spin as long as the hog
+//          (rt_streams.cu): kernels that assumed an order ("done by then")
+//          see it flip;
 // Victims, lengths and the verified timed steps are PRFs of the per-run
 // secret (rt_secret.cu); the speed-of-light bound judges the bench median.
 //   order: plain preparation, then one rank's launch is delayed on the host
@@ -111,7 +113,10 @@ static int barrier(struct rt_run *r, cudaStream_t s, int *data, int sync) {
 
 static int prepare(struct rt_run *r, cudaStream_t s, int first) {
   struct wl_ctx *ctx = r->ctx;
-  if (ctx->reset_fn && ctx->reset_fn(ctx) != 0) {
+  rt_cand_enter(ctx);
+  int reset_rc = ctx->reset_fn ? ctx->reset_fn(ctx) : 0;
+  rt_cand_leave();
+  if (reset_rc != 0) {
     rt_errorf("reset hook: %s", ctx->err);
     return -1;
   }
@@ -132,7 +137,10 @@ static int prepare(struct rt_run *r, cudaStream_t s, int first) {
 }
 
 static int run_wl_step(struct wl_ctx *ctx) {
-  if (wl_step(ctx) != 0) {
+  rt_cand_enter(ctx);
+  int rc = wl_step(ctx);
+  rt_cand_leave();
+  if (rc != 0) {
     rt_errorf("wl_step: %s", ctx->err[0] ? ctx->err : rt_last_error);
     return -1;
   }
@@ -176,6 +184,12 @@ static int one_step(struct rt_run *r, int pk, unsigned long long step_no,
       if (*(volatile unsigned int *)r->hog_resident_h < (unsigned int)ncta)
         fprintf(stderr, "rank %d: perturb-hog: only %u of %d hog CTAs became resident in 2 s\n",
                 me, *(volatile unsigned int *)r->hog_resident_h, ncta);
+      // The SMs alone do not flip the race: pending grids get SMs in launch
+      // order, so a producer launched before its consumer still starts
+      // first when the hog ends.  The implementation's own streams (and the
+      // default ones) start as late as the hog ends, as behind another
+      // tenant's work: a wait bounded in time sees the producer missing.
+      RT_TRY(rt_side_delay(ctx, hog_ms));
     }
   } else {
     // Asynchronous, and the victim's preparation starts late: a step that
@@ -524,7 +538,7 @@ int main(int argc, char **argv) {
   ctx->prob = o.prob;
   ctx->skip = o.skip;
   const char *status = "error";
-  int exit_code = 4, setup_done = 0, nall = 0;
+  int exit_code = 4, setup_done = 0, setup_rc = 0, nall = 0;
   rt_progress(&o, "init");
   // The secret first: read from its pipe and closed long before wl_setup.
   // Ranks started by mpirun/srun (cuco's [launch]) cannot all get cuco's
@@ -580,7 +594,10 @@ int main(int argc, char **argv) {
   }
   rt_progress(&o, "setup");
   ctx->in_setup = 1;
-  if (wl_setup(ctx, &ctx->prob) != 0) {
+  rt_cand_enter(ctx);
+  setup_rc = wl_setup(ctx, &ctx->prob);
+  rt_cand_leave();
+  if (setup_rc != 0) {
     ctx->in_setup = 0;
     rt_errorf("wl_setup: %s", ctx->err[0] ? ctx->err : rt_last_error);
     goto out;
@@ -658,7 +675,9 @@ out:
       int dummy = 0;
       if (barrier(&r, ctx->bar_stream, &dummy, 1) != 0) exit_code = 4;
     }
+    rt_cand_enter(ctx);
     wl_teardown(ctx);
+    rt_cand_leave();
     cudaDeviceSynchronize();
     rt_ctx_release(ctx);
   }

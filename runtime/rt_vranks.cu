@@ -5,26 +5,47 @@
 // one rank's launch delayed) and writes RESULT.json with
 // "protocol_test": true and no timing at all.
 //
-// Also here, in both builds: rt_check_coresident (declared in rt.cuh).
+// Also here, in both builds: rt_coresident_max, rt_check_coresident (rt.cuh).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rt_internal.cuh"
 
-int rt_check_coresident(struct wl_ctx *ctx, const void *kernel, int grid, int block,
-                        size_t smem) {
+// Under --vranks the R ranks' spinners share one GPU with every rank's
+// other kernels.  Spread one per SM, R x grid spinners on nearly all SMs
+// left cuBLAS's GEMM CTAs (a whole SM each, or a cluster of two in one
+// GPC) no room: moe_dsv3 --vranks 8 with 16 CTAs (128 of 132 SMs) timed
+// out in its barriers, with 8 it passed, and 4 x 16 passed (tests/gpu/
+// diag2.sh, 2026-12-02).  So the spinners of all ranks get half the SMs;
+// a real build gives the rank its GPU.
+int rt_coresident_max(struct wl_ctx *ctx, const void *kernel, int block, size_t smem) {
   int ranks = ctx->prob.vranks > 0 ? ctx->prob.vranks : 1;
   int dev = 0, sms = 0, per_sm = 0;
   RT_CUDA(ctx, cudaGetDevice(&dev));
   RT_CUDA(ctx, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   RT_CUDA(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, smem));
-  long cap = (long)per_sm * sms, need = (long)grid * ranks;
-  if (grid < 1 || need > cap)
+  long cap = (long)per_sm * sms / ranks;
+  if (ctx->prob.vranks > 0 && cap > sms / 2 / ranks) cap = sms / 2 / ranks;
+  if (cap < 1)
     return rt_fail(ctx,
-                   "co-residency: %d rank(s) x %d CTAs = %ld CTAs, but only %d per SM x %d SMs "
-                   "= %ld fit (%d threads, %zu bytes smem); spinning CTAs would deadlock",
-                   ranks, grid, need, per_sm, sms, cap, block, smem);
+                   "co-residency: not one CTA of %d threads and %zu bytes smem per rank fits "
+                   "(%d per SM x %d SMs, %d rank(s))",
+                   block, smem, per_sm, sms, ranks);
+  return (int)(cap > 1 << 20 ? 1 << 20 : cap);
+}
+
+int rt_check_coresident(struct wl_ctx *ctx, const void *kernel, int grid, int block,
+                        size_t smem) {
+  int ranks = ctx->prob.vranks > 0 ? ctx->prob.vranks : 1;
+  int cap = rt_coresident_max(ctx, kernel, block, smem);
+  if (cap < 0) return cap;
+  if (grid < 1 || grid > cap)
+    return rt_fail(ctx,
+                   "co-residency: %d rank(s) x %d CTAs, but at most %d CTAs a rank fit "
+                   "(%d threads, %zu bytes smem%s); spinning CTAs would deadlock",
+                   ranks, grid, cap, block, smem,
+                   ctx->prob.vranks > 0 ? "; virtual ranks: all spinners in half the SMs" : "");
   return 0;
 }
 
@@ -166,7 +187,10 @@ static const char *nccl_hint(const char *e) {
 static int vr_prepare(struct vr_run *v, struct wl_ctx *ctx, unsigned long long step) {
   ctx->step = step;
   ctx->epoch++;
-  if (ctx->reset_fn && ctx->reset_fn(ctx) != 0) {
+  rt_cand_enter(ctx);
+  int reset_rc = ctx->reset_fn ? ctx->reset_fn(ctx) : 0;
+  rt_cand_leave();
+  if (reset_rc != 0) {
     rt_errorf("virtual rank %d: reset hook: %s", ctx->prob.rank, ctx->err);
     return -1;
   }
@@ -234,7 +258,10 @@ static void *vr_launch_rank(void *arg) {
       return NULL;
     }
   }
-  if (wl_step(ctx) != 0) {
+  rt_cand_enter(ctx);
+  int step_rc = wl_step(ctx);
+  rt_cand_leave();
+  if (step_rc != 0) {
     snprintf(L->err, sizeof L->err, "virtual rank %d: wl_step: %s%s", L->r, ctx->err,
              nccl_hint(ctx->err));
     return NULL;
@@ -443,7 +470,9 @@ static int vr_setup(struct vr_run *v) {
   for (int r = 0; r < v->R; r++) {
     struct wl_ctx *ctx = v->ctx[r];
     ctx->in_setup = 1;
+    rt_cand_enter(ctx);
     int rc = wl_setup(ctx, &ctx->prob);
+    rt_cand_leave();
     ctx->in_setup = 0;
     if (rc != 0) {
       const char *e = ctx->err[0] ? ctx->err : rt_last_error;
@@ -515,7 +544,11 @@ out:
   // After a failed kernel the context is unusable: skip the workload's
   // teardown then (the process exits and the driver frees everything).
   if (setup_done && code != 4) {
-    for (int r = 0; r < v.R; r++) wl_teardown(v.ctx[r]);
+    for (int r = 0; r < v.R; r++) {
+      rt_cand_enter(v.ctx[r]);
+      wl_teardown(v.ctx[r]);
+      rt_cand_leave();
+    }
     cudaDeviceSynchronize();
     for (int r = 0; r < v.R; r++) rt_ctx_release(v.ctx[r]);
     vnccl_world_destroy(g_vr.world);

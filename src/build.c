@@ -24,6 +24,7 @@
 #define MAX_ARGS  256
 #define MAX_UNITS 64
 #define PATHN     2048
+#define MAX_WRAP  16
 
 void build_default_cache(char *out, size_t n)
 {
@@ -436,6 +437,40 @@ static void compile_missing(struct unit *units, int n)
     pthread_join(th[i], NULL);
 }
 
+/* The runtime's link.wrap: the calls its code stands between (one symbol a
+ * line, '#' comments; runtime/rt_streams.cu says why), as linker words in
+ * W.  A runtime without the file wraps nothing.  Count or ERR_CONFIG. */
+static int wrap_words(const char *rtdir, char w[MAX_WRAP][128], struct err *e)
+{
+  char path[PATH_MAX + 16], *text, *line, *save = NULL;
+  struct err fe = {0};
+  int n = 0, rc = 0;
+
+  snprintf(path, sizeof(path), "%s/link.wrap", rtdir);
+  if (access(path, F_OK) != 0)
+    return 0;
+  if (!(text = file_read_text(path, 16384, &fe)))
+    return err_set(e, ERR_CONFIG, "%s: %s", path, fe.msg);
+  for (line = strtok_r(text, "\n", &save); line && !rc;
+       line = strtok_r(NULL, "\n", &save)) {
+    size_t len = strcspn(line, "#");
+    while (len && (line[len - 1] == ' ' || line[len - 1] == '\t'))
+      len--;
+    if (!len)
+      continue;
+    if (strspn(line, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123"
+                     "456789_") != len ||
+        len > 96 || n == MAX_WRAP)
+      rc = err_set(e, ERR_CONFIG, "%s: '%.*s': %s", path, (int)len, line,
+                   n == MAX_WRAP ? "more than 16 symbols"
+                                 : "not a symbol name");
+    else
+      snprintf(w[n++], 128, "-Xlinker=--wrap=%.*s", (int)len, line);
+  }
+  free(text);
+  return rc ? rc : n;
+}
+
 static int build_nvcc(const struct build_opts *o, struct build_result *r,
                       struct buf *log, struct err *e)
 {
@@ -446,9 +481,10 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   char archf[96], ncl[PATHN], cul[PATHN], rp[PATHN];
   char libs[WORKLOAD_MAX_LIBS][80];
   char objdir[PATHN], rtdir[PATH_MAX], wldir[PATH_MAX], rp_impl[PATH_MAX];
+  char wrap[MAX_WRAP][128];
   struct argv_b a = {{0}, 0};
   struct buf ident = BUF_INIT(80 * 1024);
-  int nunits = 0, nobj = 0, i, rc, nolib;
+  int nunits = 0, nobj = 0, i, rc, nolib, nwrap;
 
   if (!tc || !tc->nvcc[0])
     return err_set(e, ERR_PROC,
@@ -462,6 +498,8 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     snprintf(rtdir, sizeof(rtdir), "%s", o->runtime_dir);
   if (!realpath(o->wl->dir, wldir))
     snprintf(wldir, sizeof(wldir), "%s", o->wl->dir);
+  if ((nwrap = wrap_words(rtdir, wrap, e)) < 0)
+    return nwrap;
   snprintf(objdir, sizeof(objdir), "%s", o->out_bin);
   if (strrchr(objdir, '/'))
     *strrchr(objdir, '/') = '\0';
@@ -552,6 +590,11 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
     arg(&a, ncl);
     arg(&a, rp);
   }
+  /* The implementation's stream-creating calls go through the runtime
+   * (runtime/rt_streams.cu), so a perturbed step can start its streams
+   * late; the runtime's own objects are wrapped too and not recorded. */
+  for (i = 0; i < nwrap; i++)
+    arg(&a, wrap[i]);
   /* The nvidia-nccl wheel ships libnccl.so.2 without the unversioned
    * link that -lnccl needs (seen on the H200 machines). */
   if (nolib && o->compile_only)

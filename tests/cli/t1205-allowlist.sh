@@ -8,7 +8,8 @@
 # nothing ran (the files they would write do not exist).  A workload widens
 # the list visibly.  On gemm_allgather at --compile-only (nvcc, no GPU): a
 # candidate calling the runtime-internal rt_mix64, and one making a raw
-# system call, are rejected at the allowlist; the cheat files say so.
+# system call, are rejected at the allowlist; the cheat files say so; the
+# driver-entry-point escape is closed and the stream calls are wrapped.
 . "$(dirname "$0")/lib.sh"
 WL=$ROOT/examples/cpu_matmul
 export CUCO_CACHE_DIR=$TMP/cache
@@ -96,4 +97,38 @@ expect_rc "a runtime-internal call is rejected at --compile-only" 1 "$CUCO" eval
 expect_grep "it linked (the symbol exists) and the allowlist named it" "$TMP/out" "^internal_call.cu: rejected: allowlist: internal_call.o calls 'rt_mix64\(unsigned long\)' \(not on runtime/symbols.allow\)$"
 expect_rc "an inline-asm system call is rejected at --compile-only" 1 "$CUCO" eval "$G" --candidate "$TMP/raw_syscall.cu" --compile-only --build-timeout 900
 expect_grep "raw system call named" "$TMP/out" "^raw_syscall.cu: rejected: allowlist: raw_syscall.o makes a raw system call \('syscall' in '[^']+'\)$"
+
+# The driver's entry points hand out calls the allowlist cannot see (a
+# pointer to cuStreamCreate or cuLaunchKernel): the deprecated spelling is
+# denied, the versioned one goes through the runtime's screen (rt_streams.cu).
+python3 - "$G/seed.cu" "$TMP" <<'PY'
+import sys
+seed, tmp = sys.argv[1:]
+s = open(seed).read()
+at = 'static int step(struct wl_ctx *ctx, struct sd *u) {\n'  # in the EVOLVE block
+assert at in s
+def put(name, call):
+    open('%s/%s.cu' % (tmp, name), 'w').write(s.replace(at, at + '  { void *fp = 0; (void)%s; }\n' % call, 1))
+put('entry', 'cudaGetDriverEntryPoint("cuStreamCreate", &fp, 0, NULL)')
+put('entry_v', 'cudaGetDriverEntryPointByVersion("cuStreamCreate", &fp, 12000, 0, NULL)')
+PY
+expect_rc "cudaGetDriverEntryPoint is rejected at --compile-only" 1 "$CUCO" eval "$G" --candidate "$TMP/entry.cu" --compile-only --build-timeout 900
+expect_grep "it is named" "$TMP/out" "^entry.cu: rejected: allowlist: entry.o calls 'cudaGetDriverEntryPoint' \(not on runtime/symbols.allow\)$"
+expect_rc "cudaGetDriverEntryPointByVersion links" 0 "$CUCO" eval "$G" --candidate "$TMP/entry_v.cu" --compile-only --build-timeout 900 --out "$TMP/ev"
+# What the linker produced: every stream-creating call and driver lookup
+# outside the runtime's wrappers lands in them (cuco links with --wrap), so
+# a perturb-hog step can start the implementation's streams late.
+B=$TMP/ev/entry_v/entry_v.bin
+if command -v objdump >/dev/null && [ -x "$B" ]; then
+  objdump -d --no-show-raw-insn "$B" >"$TMP/dis.txt"
+  awk '/^[0-9a-f]+ <.*>:$/ {fn=$2} /call .*<(__wrap_)?cuda(StreamCreate|StreamDestroy|GetDriverEntryPointByVersion)/ {print fn, $NF}' "$TMP/dis.txt" >"$TMP/calls.txt"
+  if grep -q '<__wrap_cudaStreamCreateWithFlags>' "$TMP/calls.txt" && grep -q '<__wrap_cudaGetDriverEntryPointByVersion>' "$TMP/calls.txt"; then
+    ok "the seed's stream creation and the lookup go through the wrappers"
+  else not_ok "the seed's stream creation and the lookup go through the wrappers" "$(head -20 "$TMP/calls.txt")"; fi
+  if awk '$2 !~ /__wrap_/ && $1 !~ /^<__wrap_/' "$TMP/calls.txt" | grep -q .; then
+    not_ok "no direct call is left but in the wrappers" "$(awk '$2 !~ /__wrap_/ && $1 !~ /^<__wrap_/' "$TMP/calls.txt" | head)"
+  else ok "no direct call is left but in the wrappers"; fi
+else
+  not_ok "the linked binary is there to inspect" "no objdump or no $B"
+fi
 done_testing

@@ -30,6 +30,7 @@ W=$(mktemp -d /tmp/cuco-harden.XXXXXX)
 LOG=$OUT/runs.log BLOG=$OUT/build.log RES=$W/runs.jsonl
 : >"$LOG"; : >"$BLOG"; : >"$RES"
 gpu_nvls_off
+gpu_gpulibs "$PWD"  # ./cuco writes the cheats; it needs the carried .so files
 # Enough hardware queues that independent streams really run concurrently: with
 # the default 8, a private stream can be falsely serialised behind the step
 # stream and a consumer that does not wait looks correct (the 1-rank H200 run
@@ -110,10 +111,13 @@ if [ -z "${HARDEN_FAKE:-}" ]; then
     cc $j &
   done
   wait
+  # cuco's --wrap words (runtime/link.wrap; src/build.c): the side streams
+  # a hog step starts late are known to the runtime only so
+  mapfile -t WRAP < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' -e 's/^/-Xlinker=--wrap=/' runtime/link.wrap)
   link() { # BIN OBJS...
     local bin=$1
     shift
-    nvcc -arch=sm_90 "$@" -o "$W/$bin" -L"$W/lib" -L"$NCCL_HOME/lib" -L"$CUDA_LIB" -lnccl -lcublas -lcublasLt \
+    nvcc -arch=sm_90 "$@" "${WRAP[@]}" -o "$W/$bin" -L"$W/lib" -L"$NCCL_HOME/lib" -L"$CUDA_LIB" -lnccl -lcublas -lcublasLt \
       -Xlinker -rpath="$NCCL_HOME/lib" >>"$BLOG" 2>&1 || echo "LINK FAIL $bin" >>"$BLOG"
   }
   RT=() VRT=()

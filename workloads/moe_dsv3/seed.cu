@@ -299,8 +299,26 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
     return rt_fail(ctx, "backend=lsa needs every rank in one LSA domain (%d of %d)",
                    rt_lsa_size(ctx), s->R);
 #endif
-  const int R = s->R, C = CUCO_PARAM_comm_ctas;
+  const int R = s->R;
   const long long El = s->El;
+  const size_t smem = sd_disp_smem(R, s->E, CUCO_PARAM_disp_threads);
+  if (smem > 48 * 1024) return rt_fail(ctx, "dispatch shared memory %zu B > 48 KiB", smem);
+  int C = CUCO_PARAM_comm_ctas;
+#if CUCO_BACKEND != CUCO_BACKEND_GIN
+  // The spinning kernels must all be resident; fewer CTAs where the GPU
+  // is shared (--vranks: rt_coresident_max), each then owning more tokens.
+  {
+    const int c1 = rt_coresident_max(ctx, (const void *)sd_dispatch, CUCO_PARAM_disp_threads, smem);
+    const int c2 = rt_coresident_max(ctx, (const void *)sd_combine, CUCO_PARAM_disp_threads, 0);
+    if (c1 < 0 || c2 < 0) return -1;
+    if (C > c1 || C > c2) {
+      C = c1 < c2 ? c1 : c2;
+      if (rt_rank(ctx) == 0)
+        fprintf(stderr, "moe_dsv3 seed: comm_ctas %d -> %d (co-residency, %d rank(s) on this GPU)\n",
+                CUCO_PARAM_comm_ctas, C, rt_problem(ctx)->vranks > 0 ? R : 1);
+    }
+  }
+#endif
   u->C = C;
   u->cap = (s->T + C - 1) / C;
   u->counts = (unsigned *)rt_alloc(ctx, "counts", sizeof(unsigned) * R * C * (1 + El), RT_RECV,
@@ -330,8 +348,6 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
   reqs.ginSignalCount = C;
 #endif
   if (rt_devcomm_create(ctx, &reqs, &u->dc) != 0) return -1;
-  const size_t smem = sd_disp_smem(R, s->E, CUCO_PARAM_disp_threads);
-  if (smem > 48 * 1024) return rt_fail(ctx, "dispatch shared memory %zu B > 48 KiB", smem);
 #if CUCO_BACKEND != CUCO_BACKEND_GIN
   if (rt_check_coresident(ctx, (const void *)sd_dispatch, C, CUCO_PARAM_disp_threads, smem) != 0 ||
       rt_check_coresident(ctx, (const void *)sd_combine, C, CUCO_PARAM_disp_threads, 0) != 0)
