@@ -110,11 +110,16 @@ int rt_hash(const void *dev, size_t bytes, unsigned long long *out_dev,
 int rt_spin(double ms, cudaStream_t stream);
 // rt_streams.cu: the streams the implementation created (cuco links with
 // --wrap for cudaStreamCreate*, cudaStreamDestroy).  Enter/leave bracket
-// every call into implementation code on this thread; rt_side_delay
+// every call into implementation code on this thread (RT_CAND); rt_side_delay
 // enqueues a spin of MS on each of CTX's streams and on the default ones.
 void rt_cand_enter(struct wl_ctx *ctx);
 void rt_cand_leave(void);
-int rt_side_count(struct wl_ctx *ctx);
+#define RT_CAND(ctx, stmt)                                                  \
+  do {                                                                      \
+    rt_cand_enter(ctx);                                                     \
+    stmt;                                                                   \
+    rt_cand_leave();                                                        \
+  } while (0)
 int rt_side_delay(struct wl_ctx *ctx, double ms);
 // The hog: every CTA bumps *RESIDENT_DEV (mapped host memory, may be NULL)
 // when it starts, so the runtime can wait until the whole hog is resident.

@@ -113,9 +113,8 @@ static int barrier(struct rt_run *r, cudaStream_t s, int *data, int sync) {
 
 static int prepare(struct rt_run *r, cudaStream_t s, int first) {
   struct wl_ctx *ctx = r->ctx;
-  rt_cand_enter(ctx);
-  int reset_rc = ctx->reset_fn ? ctx->reset_fn(ctx) : 0;
-  rt_cand_leave();
+  int reset_rc;
+  RT_CAND(ctx, reset_rc = ctx->reset_fn ? ctx->reset_fn(ctx) : 0);
   if (reset_rc != 0) {
     rt_errorf("reset hook: %s", ctx->err);
     return -1;
@@ -137,9 +136,8 @@ static int prepare(struct rt_run *r, cudaStream_t s, int first) {
 }
 
 static int run_wl_step(struct wl_ctx *ctx) {
-  rt_cand_enter(ctx);
-  int rc = wl_step(ctx);
-  rt_cand_leave();
+  int rc;
+  RT_CAND(ctx, rc = wl_step(ctx));
   if (rc != 0) {
     rt_errorf("wl_step: %s", ctx->err[0] ? ctx->err : rt_last_error);
     return -1;
@@ -594,9 +592,7 @@ int main(int argc, char **argv) {
   }
   rt_progress(&o, "setup");
   ctx->in_setup = 1;
-  rt_cand_enter(ctx);
-  setup_rc = wl_setup(ctx, &ctx->prob);
-  rt_cand_leave();
+  RT_CAND(ctx, setup_rc = wl_setup(ctx, &ctx->prob));
   if (setup_rc != 0) {
     ctx->in_setup = 0;
     rt_errorf("wl_setup: %s", ctx->err[0] ? ctx->err : rt_last_error);
@@ -675,9 +671,7 @@ out:
       int dummy = 0;
       if (barrier(&r, ctx->bar_stream, &dummy, 1) != 0) exit_code = 4;
     }
-    rt_cand_enter(ctx);
-    wl_teardown(ctx);
-    rt_cand_leave();
+    RT_CAND(ctx, wl_teardown(ctx));
     cudaDeviceSynchronize();
     rt_ctx_release(ctx);
   }

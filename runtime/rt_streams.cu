@@ -104,14 +104,6 @@ extern "C" cudaError_t __wrap_cudaStreamDestroy(cudaStream_t s) {
   return __real_cudaStreamDestroy(s);
 }
 
-int rt_side_count(struct wl_ctx *ctx) {
-  int n = 0;
-  pthread_mutex_lock(&g_side.mu);
-  for (int i = 0; i < g_side.n; i++) n += g_side.ctx[i] == ctx;
-  pthread_mutex_unlock(&g_side.mu);
-  return n;
-}
-
 int rt_side_delay(struct wl_ctx *ctx, double ms) {
   cudaStream_t todo[RT_SIDE_MAX];
   int n = 0, overflow;

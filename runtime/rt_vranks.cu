@@ -187,9 +187,8 @@ static const char *nccl_hint(const char *e) {
 static int vr_prepare(struct vr_run *v, struct wl_ctx *ctx, unsigned long long step) {
   ctx->step = step;
   ctx->epoch++;
-  rt_cand_enter(ctx);
-  int reset_rc = ctx->reset_fn ? ctx->reset_fn(ctx) : 0;
-  rt_cand_leave();
+  int reset_rc;
+  RT_CAND(ctx, reset_rc = ctx->reset_fn ? ctx->reset_fn(ctx) : 0);
   if (reset_rc != 0) {
     rt_errorf("virtual rank %d: reset hook: %s", ctx->prob.rank, ctx->err);
     return -1;
@@ -258,9 +257,8 @@ static void *vr_launch_rank(void *arg) {
       return NULL;
     }
   }
-  rt_cand_enter(ctx);
-  int step_rc = wl_step(ctx);
-  rt_cand_leave();
+  int step_rc;
+  RT_CAND(ctx, step_rc = wl_step(ctx));
   if (step_rc != 0) {
     snprintf(L->err, sizeof L->err, "virtual rank %d: wl_step: %s%s", L->r, ctx->err,
              nccl_hint(ctx->err));
@@ -470,9 +468,8 @@ static int vr_setup(struct vr_run *v) {
   for (int r = 0; r < v->R; r++) {
     struct wl_ctx *ctx = v->ctx[r];
     ctx->in_setup = 1;
-    rt_cand_enter(ctx);
-    int rc = wl_setup(ctx, &ctx->prob);
-    rt_cand_leave();
+    int rc;
+    RT_CAND(ctx, rc = wl_setup(ctx, &ctx->prob));
     ctx->in_setup = 0;
     if (rc != 0) {
       const char *e = ctx->err[0] ? ctx->err : rt_last_error;
@@ -544,11 +541,7 @@ out:
   // After a failed kernel the context is unusable: skip the workload's
   // teardown then (the process exits and the driver frees everything).
   if (setup_done && code != 4) {
-    for (int r = 0; r < v.R; r++) {
-      rt_cand_enter(v.ctx[r]);
-      wl_teardown(v.ctx[r]);
-      rt_cand_leave();
-    }
+    for (int r = 0; r < v.R; r++) RT_CAND(v.ctx[r], wl_teardown(v.ctx[r]));
     cudaDeviceSynchronize();
     for (int r = 0; r < v.R; r++) rt_ctx_release(v.ctx[r]);
     vnccl_world_destroy(g_vr.world);

@@ -18,11 +18,9 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-gpu_script_dirs
-gpu_cuco_env "$ROOT" /tmp/diag3-cache
-export CUDA_DEVICE_MAX_CONNECTIONS=32 CUCO_SANDBOX=${CUCO_SANDBOX:-none}
-DEADLINE=${DEADLINE:-500}; T0=$(date +%s); W=/tmp/diag3; mkdir -p $W
-D=$OUT/diag3.txt L=$OUT/diag3.log; : >"$D"; : >"$L"
+gpu_diag_env "$ROOT" diag3
+DEADLINE=${DEADLINE:-500}
+L=$OUT/diag3.log; : >"$L"
 ev() { # name timeout args...
   local n=$1 t=$2; shift 2
   if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $n "* ]]; then return; fi

@@ -12,10 +12,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-gpu_script_dirs
-gpu_cuco_env "$ROOT" /tmp/diag4-cache
-export CUDA_DEVICE_MAX_CONNECTIONS=32 CUCO_SANDBOX=${CUCO_SANDBOX:-none}
-D=$OUT/diag4.txt; : >"$D"; W=/tmp/diag4; mkdir -p $W; T0=$(date +%s)
+gpu_diag_env "$ROOT" diag4
 python3 - workloads/kv_transfer/seed.cu $W/probe.cu <<'PY'
 import sys
 s = open(sys.argv[1]).read()

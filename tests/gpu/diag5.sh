@@ -10,10 +10,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-gpu_script_dirs
-gpu_cuco_env "$ROOT" /tmp/diag5-cache
-export CUDA_DEVICE_MAX_CONNECTIONS=32 CUCO_SANDBOX=${CUCO_SANDBOX:-none}
-D=$OUT/diag5.txt; : >"$D"; W=/tmp/diag5; mkdir -p $W; T0=$(date +%s)
+gpu_diag_env "$ROOT" diag5
 python3 - workloads/kv_transfer/seed.cu $W <<'PY'
 import sys
 s, w = open(sys.argv[1]).read(), sys.argv[2]

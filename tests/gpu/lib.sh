@@ -19,6 +19,10 @@
 #   gpu_cuco_env ROOT CACHE for the scripts that run ./cuco: gpu_nvls_off,
 #                           gpu_gpulibs, gpu_cuco_nccl_home, and exports
 #                           CUCO_CACHE_DIR (kept when set, else CACHE)
+#   gpu_diag_env ROOT NAME  for the diagnostic scripts (diagN.sh): gpu_script_dirs,
+#                           gpu_cuco_env ROOT /tmp/NAME-cache, 32 hardware queues,
+#                           no sandbox unless CUCO_SANDBOX is set; sets W=/tmp/NAME
+#                           (created), D=OUT/NAME.txt (emptied) and T0 (now)
 #   gpu_nccl_home LOG [MSG] for the scripts that build with nvcc against NCCL:
 #                           sets NCCL_HOME (CUCO_NCCL_HOME, else gpu_nccl_dir),
 #                           CUDA_LIB=/usr/local/cuda/lib64 and exports
@@ -110,6 +114,14 @@ gpu_cuco_env() {
   gpu_gpulibs "$1"
   gpu_cuco_nccl_home
   export CUCO_CACHE_DIR=${CUCO_CACHE_DIR:-$2}
+}
+gpu_diag_env() {
+  gpu_script_dirs
+  gpu_cuco_env "$1" "/tmp/$2-cache"
+  export CUDA_DEVICE_MAX_CONNECTIONS=32 CUCO_SANDBOX=${CUCO_SANDBOX:-none}
+  W=/tmp/$2 D=$OUT/$2.txt T0=$(date +%s)
+  mkdir -p "$W"
+  : >"$D"
 }
 gpu_nccl_home() {
   NCCL_HOME=${CUCO_NCCL_HOME:-$(gpu_nccl_dir)}

@@ -305,8 +305,9 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
   if (smem > 48 * 1024) return rt_fail(ctx, "dispatch shared memory %zu B > 48 KiB", smem);
   int C = CUCO_PARAM_comm_ctas;
 #if CUCO_BACKEND != CUCO_BACKEND_GIN
-  // The spinning kernels must all be resident; fewer CTAs where the GPU
-  // is shared (--vranks: rt_coresident_max), each then owning more tokens.
+  // The spinning kernels must all be resident: C is clamped to what
+  // rt_check_coresident accepts (rt_coresident_max; fewer CTAs where the
+  // GPU is shared, --vranks), each then owning more tokens.
   {
     const int c1 = rt_coresident_max(ctx, (const void *)sd_dispatch, CUCO_PARAM_disp_threads, smem);
     const int c2 = rt_coresident_max(ctx, (const void *)sd_combine, CUCO_PARAM_disp_threads, 0);
@@ -348,11 +349,6 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
   reqs.ginSignalCount = C;
 #endif
   if (rt_devcomm_create(ctx, &reqs, &u->dc) != 0) return -1;
-#if CUCO_BACKEND != CUCO_BACKEND_GIN
-  if (rt_check_coresident(ctx, (const void *)sd_dispatch, C, CUCO_PARAM_disp_threads, smem) != 0 ||
-      rt_check_coresident(ctx, (const void *)sd_combine, C, CUCO_PARAM_disp_threads, 0) != 0)
-    return -1;
-#endif
   u->side = u->c.side;  // the core's side stream, which blas2 is bound to (wl_moe.cuh)
   RT_CUDA(ctx, cudaEventCreateWithFlags(&u->fork, cudaEventDisableTiming));
   RT_CUDA(ctx, cudaEventCreateWithFlags(&u->join, cudaEventDisableTiming));
