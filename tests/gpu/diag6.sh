@@ -1,0 +1,50 @@
+#!/bin/bash
+# tests/gpu/diag6.sh - kv_transfer (issue 23).  diag5 showed that a printf at
+# sd_wait's entry cures the --vranks 2 hang.  Which property of it?
+#   stk    sd_wait with a stack frame (a volatile local array), no printf
+#   pdead  a printf sd_wait never executes (the ELF's printf and frame only)
+#   nb     sd_wait spins with no __nanosleep (the spinner never yields)
+# and the two pull variants the issue names, at 1 rank, every verify size:
+#   pull_split, tile_pull (they hung at verify before the launch reorder).
+# Carry ./cuco and .gpulibs/.  Writes diag6.txt.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_diag_env "$ROOT" diag6
+python3 - workloads/kv_transfer/seed.cu "$W" <<'PY'
+import re, sys
+s, w = open(sys.argv[1]).read(), sys.argv[2]
+spin = "      while (f.load(cuda::memory_order_acquire) < epoch) __nanosleep(64);\n"
+ent = "  for (int p = 0; p < 64; p++) {\n    if (!(pmask >> p & 1)) continue;\n"
+assert spin in s and ent in s
+open(w + "/stk.cu", "w").write(s.replace(ent, "  volatile unsigned long long pad[8];\n"
+    "  pad[threadIdx.x & 7] = epoch;\n  if (pad[(threadIdx.x + 1) & 7] == 12345ull) epoch++;\n" + ent, 1))
+open(w + "/pdead.cu", "w").write(s.replace(ent, '  if (epoch == ~0ull) printf("PROBE %llu\\n", epoch);\n' + ent, 1))
+open(w + "/nb.cu", "w").write(s.replace(spin, "      while (f.load(cuda::memory_order_acquire) < epoch) {}\n", 1))
+def variant(kv):
+    t = s
+    for k, v in kv.items():
+        t = re.sub(r"^(// CUCO-DIRECTIVES .*?) %s=\S*" % k, r"\1 %s=%s" % (k, v), t, count=1, flags=re.M)
+        t = re.sub(r"^// CUCO-PARAM %s=.*$" % k, "// CUCO-PARAM %s=%s" % (k, v), t, count=1, flags=re.M)
+    return t
+open(w + "/pull_split.cu", "w").write(variant({"placement": "split", "issuer": "warp", "chunk": "256KiB", "comm_ctas": "16", "direction": "pull"}))
+open(w + "/tile_pull.cu", "w").write(variant({"placement": "per_tile", "issuer": "warp", "comm_ctas": "16", "direction": "pull"}))
+PY
+for v in stk pdead nb; do
+  s=$(date +%s)
+  timeout 100 ./cuco eval workloads/kv_transfer --candidate "$W/$v.cu" --vranks 2 --no-bench \
+    --sizes v_tiny --timeout 30 --out "$W/$v" >"$W/$v.txt" 2>&1
+  printf '%-10s v2 rc=%d %3d s  %s\n' $v $? $(($(date +%s) - s)) \
+    "$(grep -E 'verify' "$W/$v.txt" | head -1 | cut -c1-200)" >>"$D"
+done
+for v in pull_split tile_pull; do
+  s=$(date +%s)
+  timeout 200 ./cuco eval workloads/kv_transfer --candidate "$W/$v.cu" --no-bench --timeout 40 \
+    --out "$W/$v" >"$W/$v.txt" 2>&1
+  printf '%-10s r1 rc=%d %3d s  %s\n' $v $? $(($(date +%s) - s)) \
+    "$(grep -E 'verify|static|build' "$W/$v.txt" | tr '\n' ' ' | cut -c1-300)" >>"$D"
+done
+for v in stk pdead nb pull_split tile_pull; do { echo "#### $v"; tail -15 "$W/$v.txt"; } >>"$D"; done
+echo "total $(($(date +%s) - T0)) s" >>"$D"
+cat "$D"
