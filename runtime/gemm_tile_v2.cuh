@@ -27,6 +27,11 @@ namespace cuco_gemm {
 namespace v2 {
 
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4, kThreads = 288;
+// The threads that call an epilogue's store() and tile_end(): the two math
+// warpgroups, threadIdx.x 0..255 (the producer warp has left by then, so an
+// epilogue must not use __syncthreads(): math_sync() is its barrier).
+constexpr int kMathThreads = 256;
+__device__ __forceinline__ void math_sync() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 constexpr int kABytes = BM * BK * 2;               // 16 KiB per stage
 constexpr int kBBytes = BK * BN * 2;               // 32 KiB per stage (4 boxes of 64 cols)
 constexpr int kStageBytes = kABytes + kBBytes;
@@ -285,7 +290,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    asm volatile("bar.sync 1, 256;" ::: "memory");  // the two math warpgroups
+    math_sync();  // the two math warpgroups
     epi.tile_end(t);
   }
 #else

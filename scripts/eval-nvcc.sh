@@ -1,6 +1,6 @@
 #!/bin/bash
 # Print, one per line, the words that start `cuco eval`'s nvcc command for
-# a unit (src/build.c unit_argv): NVCC -arch=ARCH -std=c++17 -O3
+# a unit (src/build.c unit_argv): NVCC ARCHFLAG -std=c++17 -O3
 # -I<runtime> {workload} [-I<NCCL headers>, unless in a system folder].
 # The line "{workload}" stands for -I<workload folder> in a workload unit
 # and for nothing in a runtime unit.  The caller adds -DCUCO_VRANKS, the
@@ -15,12 +15,17 @@ tc=$("$CUCO" doctor --json 2>/dev/null | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 print(d["cuda"].get("nvcc") or "")
-print(d["cuda"].get("arch") or "sm_90")
+print(d["cuda"].get("arch") or "sm_90a")
 print(d["nccl"].get("include_dir") or "")' 2>/dev/null)
 { read -r nvcc; read -r arch; read -r nccl; } <<<"$tc"
 nvcc=${NVCC:-${nvcc:-nvcc}}
 echo "$nvcc"
-echo "-arch=${CUCO_ARCH:-${arch:-sm_90}}"
+arch=${CUCO_ARCH:-${arch:-sm_90a}}
+# as tc_arch_flag (src/toolchain.c) spells it
+case $arch in
+*a) echo "-gencode=arch=compute_${arch#sm_},code=$arch" ;;
+*) echo "-arch=$arch" ;;
+esac
 echo "-std=c++17"
 echo "-O3"
 echo "-I$(realpath runtime)"

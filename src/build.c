@@ -308,7 +308,7 @@ static void unit_argv(struct unit *u)
   struct argv_b *a = &u->a;
   int i;
 
-  snprintf(u->archf, sizeof(u->archf), "-arch=%s", tc->arch);
+  tc_arch_flag(tc, u->archf, sizeof(u->archf));
   snprintf(u->rti, sizeof(u->rti), "-I%s", u->rtdir);
   snprintf(u->wli, sizeof(u->wli), "-I%s", u->wldir);
   snprintf(u->nci, sizeof(u->nci), "-I%s", tc->nccl_include);
@@ -577,7 +577,7 @@ static int build_nvcc(const struct build_opts *o, struct build_result *r,
   else
     snprintf(r->link_note, sizeof(r->link_note), "linked against %s%s",
              nolib ? "-lnccl" : tc->nccl_lib, nolib ? "" : "/libnccl.so.2");
-  snprintf(archf, sizeof(archf), "-arch=%s", tc->arch);
+  tc_arch_flag(tc, archf, sizeof(archf));
   arg(&a, tc->nvcc);
   arg(&a, archf);
   for (i = 0; i < nobj; i++)

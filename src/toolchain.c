@@ -232,6 +232,29 @@ static void find_nccl(const struct config *cfg, struct toolchain *tc)
     tc->nccl_library_version = library_version(tc->nccl_lib);
 }
 
+/* sm_NN or sm_NNa: it becomes part of compiler words */
+static int arch_valid(const char *a)
+{
+  size_t i = 3, n = strlen(a);
+
+  if (n < 5 || n > 8 || strncmp(a, "sm_", 3))
+    return 0;
+  while (i < n && a[i] >= '0' && a[i] <= '9')
+    i++;
+  return i >= 5 && (i == n || (i == n - 1 && a[i] == 'a'));
+}
+
+void tc_arch_flag(const struct toolchain *tc, char *buf, unsigned n)
+{
+  size_t len = strlen(tc->arch);
+
+  if (len > 3 && tc->arch[len - 1] == 'a')
+    snprintf(buf, n, "-gencode=arch=compute_%s,code=%s", tc->arch + 3,
+             tc->arch);
+  else
+    snprintf(buf, n, "-arch=%s", tc->arch);
+}
+
 int tc_probe(const struct config *cfg, struct toolchain *tc, struct err *e)
 {
   const char *nvcc = config_get(cfg, "build", "nvcc", NULL);
@@ -239,8 +262,15 @@ int tc_probe(const struct config *cfg, struct toolchain *tc, struct err *e)
   const char *v;
 
   memset(tc, 0, sizeof(*tc));
-  snprintf(tc->arch, sizeof(tc->arch), "%s",
-           config_get(cfg, "build", "arch", "sm_90"));
+  /* sm_90a by default: the GEMM tile v2 (wgmma + TMA) that the per_tile
+   * placements use is Hopper-specific code; H100/H200 run it */
+  v = config_get(cfg, "build", "arch", "sm_90a");
+  if (!arch_valid(v))
+    return err_set(e, ERR_CONFIG,
+                   "[build] arch (or CUCO_CUDA_ARCH) '%.40s' is not a target "
+                   "like sm_90 or sm_90a",
+                   v);
+  snprintf(tc->arch, sizeof(tc->arch), "%s", v);
   if (nvcc)
     copy(tc->nvcc, nvcc);
   else if (!proc_which("nvcc", NULL, tc->nvcc, TC_PATH) &&

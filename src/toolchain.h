@@ -24,8 +24,15 @@ struct toolchain {
   char nccl_lib[TC_PATH];     /* directory holding libnccl.so.2 */
   int nccl_header_version;    /* NCCL_VERSION_CODE, 0 if unknown */
   int nccl_library_version;   /* ncclGetVersion(), 0 if unknown */
-  char arch[64];              /* nvcc arch flag value, e.g. "sm_90" */
+  char arch[64];              /* the target: "sm_90a" (default), "sm_90" */
 };
+
+/* The nvcc words that select TC's target, as build.c and
+ * scripts/eval-nvcc.sh both spell them: "-arch=sm_90" for a plain target,
+ * "-gencode=arch=compute_90a,code=sm_90a" for an architecture-specific one
+ * (wgmma and setmaxnreg need it; nvcc's -arch=sm_90a shorthand may add a
+ * plain sm_90 pass that rejects them). */
+void tc_arch_flag(const struct toolchain *tc, char *buf, unsigned n);
 
 /* Fill *tc.  Missing pieces are left empty (not an error); a present but
  * broken nvcc is ERR_BUILD. */

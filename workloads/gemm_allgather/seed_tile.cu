@@ -1,7 +1,7 @@
 // workloads/gemm_allgather/seed_tile.cu - GEMM + AllGather, placement=per_tile:
 // the all-gather lands chunk by chunk and every GEMM tile waits, inside the
 // GEMM kernel, only for the A rows it needs (shared tensor-core tile library,
-// runtime/gemm_tile.cuh, through its prologue hook).
+// runtime/gemm_tile_v2.cuh: wgmma + TMA, built for sm_90a, through its prologue hook).
 //
 // Each rank holds A_r [M/R, K] and B_r [K, N/R] (bf16); C_r = AllGather(A) * B_r.
 // A push kernel on a communication stream copies this rank's A block into its
@@ -28,7 +28,7 @@
 
 #include <cuda/atomic>
 
-#include "gemm_tile.cuh"
+#include "gemm_tile_v2.cuh"  // wgmma + TMA (sm_90a; includes gemm_tile.cuh)
 #include "rt.cuh"
 #include "wl_gemm.cuh"
 
@@ -160,13 +160,15 @@ static int step(struct wl_ctx *ctx, struct st_state *u) {
   RT_CUDA(ctx, cudaEventRecord(u->pushed, u->comm));
   cuco_gemm::GemmArgs a{(const __nv_bfloat16 *)u->Ag, (const __nv_bfloat16 *)u->B, s->K, s->Nr,
                         (int)s->M, (int)s->Nr, (int)s->K, nullptr, 0, 0};
-  using Cfg = cuco_gemm::GemmCfg128x256;
+  // The v2 tile (wgmma + TMA, persistent, one CTA per SM): its producer
+  // lane waits for the tile's A chunks (StWaitChunks), the math warps store.
   int grid = u->sms - CUCO_PARAM_comm_ctas;
   if (grid < 1) grid = 1;
-  RT_CUDA(ctx, (cuco_gemm::gemm_tile_run<Cfg>(
+  RT_CUDA(ctx, (cuco_gemm::gemm_tile_v2_run(
                    a, StWaitChunks{u->flags, s->Mr, cr, ep},
                    cuco_gemm::GemmStoreC{(__nv_bfloat16 *)u->C, s->Nr},
-                   cuco_gemm::GemmRotateSched<8>{(int)(me * s->Mr / Cfg::BM)}, grid, st)));
+                   cuco_gemm::GemmRotateSched<8>{(int)(me * s->Mr / cuco_gemm::v2::BM)}, grid,
+                   st)));
   RT_CUDA(ctx, cudaStreamWaitEvent(st, u->pushed, 0));  // join the comm stream
   return 0;
 }

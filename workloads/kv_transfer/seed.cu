@@ -34,7 +34,7 @@
 
 #include <cuda/atomic>
 
-#include "gemm_tile.cuh"
+#include "gemm_tile_v2.cuh"  // wgmma + TMA (sm_90a); includes gemm_tile.cuh
 #include "rt.cuh"
 #include "wl_kv.cuh"
 
@@ -293,7 +293,7 @@ struct SdTileEpi {
     const int half = hd / 2, rows = t.m_end - t.m0;
     if (hd % 16 == 0) {  // 16-byte vectors; a head half is whole vectors
       const int nv = (t.n_end - t.n0) / 8;
-      for (int k = threadIdx.x; k < rows * nv; k += blockDim.x) {
+      for (int k = threadIdx.x; k < rows * nv; k += cuco_gemm::v2::kMathThreads) {
         const int r = t.m0 + k / nv;
         const long long col = t.n0 + (long long)(k % nv) * 8;
         __nv_bfloat16 *x = stage + (long long)r * 2 * W;
@@ -323,7 +323,7 @@ struct SdTileEpi {
       }
     } else {  // HD in {2, 4, 8}: one element pair at a time
       const int ne = t.n_end - t.n0;
-      for (int k = threadIdx.x; k < rows * ne; k += blockDim.x) {
+      for (int k = threadIdx.x; k < rows * ne; k += cuco_gemm::v2::kMathThreads) {
         const int r = t.m0 + k / ne;
         const long long col = t.n0 + k % ne;
         __nv_bfloat16 *x = stage + (long long)r * 2 * W;
@@ -345,7 +345,7 @@ struct SdTileEpi {
 #endif
       }
     }
-    __syncthreads();
+    cuco_gemm::v2::math_sync();  // v2: the producer warp is gone, no __syncthreads
     if (threadIdx.x == 0) {
       __threadfence_system();
       unsigned long long old = atomicAdd(&done[l], 1ull);
@@ -447,10 +447,12 @@ static int compute_layer(struct wl_ctx *ctx, struct sd *u, long long l, unsigned
   const long long n = 2 * s->W;
   __nv_bfloat16 *out = (__nv_bfloat16 *)u->stage + (size_t)l * s->S * n;
 #if SD_PER_TILE
-  using Cfg = cuco_gemm::GemmCfg128x256;
-  if (Cfg::BN % s->HD)
+  // The v2 tile (wgmma + TMA, persistent): its math warps store the layer's
+  // tile into staging, then apply RoPE and move it into the pages (tile_end).
+  constexpr int BM = cuco_gemm::v2::BM, BN = cuco_gemm::v2::BN;
+  if (BN % s->HD)
     return rt_fail(ctx, "placement=per_tile needs HD to divide the tile width %d (HD=%lld)",
-                   Cfg::BN, s->HD);
+                   BN, s->HD);
   cuco_gemm::GemmArgs a{(const __nv_bfloat16 *)u->X,
                         (const __nv_bfloat16 *)u->W + (size_t)l * s->DM * n,
                         s->DM, n, (int)s->S, (int)n, (int)s->DM, nullptr, 0, 0};
@@ -460,9 +462,9 @@ static int compute_layer(struct wl_ctx *ctx, struct sd *u, long long l, unsigned
   e.done = u->done, e.dmask = u->dmask, e.epoch = ep;
   e.W = s->W, e.slab = (long long)kv_slab_elems(s), e.l = l, e.L = s->L;
   e.hd = (int)s->HD, e.me = s->me;
-  e.tiles = (int)(((s->S + Cfg::BM - 1) / Cfg::BM) * ((n + Cfg::BN - 1) / Cfg::BN));
-  cudaError_t err = cuco_gemm::gemm_tile_run<Cfg>(a, cuco_gemm::GemmNoWait{}, e,
-                                                  cuco_gemm::GemmRasterSched<8>{}, 0, stream);
+  e.tiles = (int)(((s->S + BM - 1) / BM) * ((n + BN - 1) / BN));
+  cudaError_t err = cuco_gemm::gemm_tile_v2_run(a, cuco_gemm::GemmNoWait{}, e,
+                                                cuco_gemm::GemmRasterSched<8>{}, 0, stream);
   if (err != cudaSuccess)
     return rt_fail(ctx, "per_tile GEMM of layer %lld: %s", l, cudaGetErrorString(err));
   (void)ep;
