@@ -31,7 +31,7 @@ def variant(kv):
 open(w + "/pull_split.cu", "w").write(variant({"placement": "split", "issuer": "warp", "chunk": "256KiB", "comm_ctas": "16", "direction": "pull"}))
 open(w + "/tile_pull.cu", "w").write(variant({"placement": "per_tile", "issuer": "warp", "comm_ctas": "16", "direction": "pull"}))
 PY
-for v in stk pdead nb; do
+for v in stk pdead; do
   s=$(date +%s)
   timeout 100 ./cuco eval workloads/kv_transfer --candidate "$W/$v.cu" --vranks 2 --no-bench \
     --sizes v_tiny --timeout 30 --out "$W/$v" >"$W/$v.txt" 2>&1
@@ -45,6 +45,6 @@ for v in pull_split tile_pull; do
   printf '%-10s r1 rc=%d %3d s  %s\n' $v $? $(($(date +%s) - s)) \
     "$(grep -E 'verify|static|build' "$W/$v.txt" | tr '\n' ' ' | cut -c1-300)" >>"$D"
 done
-for v in stk pdead nb pull_split tile_pull; do { echo "#### $v"; tail -15 "$W/$v.txt"; } >>"$D"; done
+for v in stk pdead pull_split tile_pull; do { echo "#### $v"; tail -15 "$W/$v.txt"; } >>"$D"; done
 echo "total $(($(date +%s) - T0)) s" >>"$D"
 cat "$D"
