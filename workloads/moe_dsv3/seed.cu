@@ -23,6 +23,7 @@
 
 #include <cuda/atomic>
 
+#include "gemm_tile_v2.cuh"  // grouped wgmma + TMA tile (sm_90a)
 #include "rt.cuh"
 #include "wl_moe.cuh"
 
@@ -48,11 +49,25 @@ struct sd {
 // CUCO-DIRECTIVES backend=lsa placement=deferred sync=global issuer=warp chunk=64MiB
 // CUCO-PARAM comm_ctas=16
 // CUCO-PARAM disp_threads=512
+// CUCO-PARAM experts=tile
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 16
 #endif
 #ifndef CUCO_PARAM_disp_threads
 #define CUCO_PARAM_disp_threads 512
+#endif
+#ifndef CUCO_PARAM_experts
+#define CUCO_PARAM_experts tile
+#endif
+// experts=tile|cublas (a word): the routed experts as two grouped GEMMs on
+// the shared tile v2, or the frozen per-expert cuBLAS loop (moe_experts).
+#define SD_EXP_cublas 1
+#define SD_EXP_tile 2
+#define SD_CAT_(a, b) a##b
+#define SD_CAT(a, b) SD_CAT_(a, b)
+#define SD_EXP SD_CAT(SD_EXP_, CUCO_PARAM_experts)
+#if SD_EXP != 1 && SD_EXP != 2
+#error "CUCO-PARAM experts must be tile or cublas"
 #endif
 #if CUCO_PLACEMENT != CUCO_PLACEMENT_DEFERRED
 #error "moe_dsv3 seed: only placement=deferred is implemented (split and per_tile: see README)"
@@ -205,6 +220,37 @@ __global__ void sd_dispatch_gin(ncclDevComm dc, ncclWindow_t recv_win, ncclWindo
 }
 #endif
 
+#if SD_EXP == 2
+// The routed experts as two grouped GEMMs on the tile v2 (wgmma + TMA,
+// persistent): one launch each for all El experts, the groups being the
+// expert row ranges already uploaded to c->eoff, and one SwiGLU between.
+// An expert gets few rows (prefill about T*K/E = 128, decode 4), so the
+// frozen loop's 2*El small cuBLAS GEMMs leave most SMs idle; the grouped
+// launch spreads every expert's tiles over the whole GPU.
+static int sd_experts_tile(struct wl_ctx *ctx, struct moe_core *c, cudaStream_t st,
+                           const int *beg) {
+  const struct moe_shape *s = &c->s;
+  const long long H = s->H, F = s->F, El = s->El, total = beg[El] - beg[0];
+  const int rows = (int)moe_rows_cap(s);
+  if (total <= 0) return 0;
+  const cuco_gemm::GemmArgs g1{(const __nv_bfloat16 *)c->A, (const __nv_bfloat16 *)c->W13, H,
+                               2 * F, rows, (int)(2 * F), (int)H, c->eoff, (int)El, H * 2 * F};
+  RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run(g1, cuco_gemm::GemmNoWait{},
+                                           cuco_gemm::GemmStoreC{(__nv_bfloat16 *)c->H1, 2 * F},
+                                           cuco_gemm::GemmRasterSched<8>{}, 0, st));
+  moe_swiglu_kernel<<<moe_grid(total * F / 8, 256), 256, 0, st>>>(
+      (const __nv_bfloat16 *)c->H1 + (size_t)beg[0] * 2 * F,
+      (__nv_bfloat16 *)c->ACT + (size_t)beg[0] * F, total, F);
+  RT_LAUNCH(ctx);
+  const cuco_gemm::GemmArgs g2{(const __nv_bfloat16 *)c->ACT, (const __nv_bfloat16 *)c->W2, F,
+                               H, rows, (int)H, (int)F, c->eoff, (int)El, F * H};
+  RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run(g2, cuco_gemm::GemmNoWait{},
+                                           cuco_gemm::GemmStoreC{(__nv_bfloat16 *)c->O, H},
+                                           cuco_gemm::GemmRasterSched<8>{}, 0, st));
+  return 0;
+}
+#endif
+
 static int sd_step(struct wl_ctx *ctx, struct sd *u) {
   struct moe_core *c = &u->c;
   const struct moe_shape *s = &c->s;
@@ -265,7 +311,11 @@ static int sd_step(struct wl_ctx *ctx, struct sd *u) {
   RT_CUDA(ctx, cudaMemcpyAsync(c->eoff, beg, sizeof(int) * (El + 1), cudaMemcpyHostToDevice, st));
   RT_CUDA(ctx, cudaMemsetAsync(c->cursor, 0, sizeof(int) * El, st));
   if (moe_expand(ctx, c, st, u->recv, u->recmap, nin, 0, c->eoff, c->eoff + 1, c->cursor) != 0 ||
+#if SD_EXP == 2
+      sd_experts_tile(ctx, c, st, beg) != 0)
+#else
       moe_experts(ctx, c, st, beg, beg + 1) != 0)
+#endif
     return -1;
 #if CUCO_BACKEND == CUCO_BACKEND_GIN
   return rt_fail(ctx, "backend=gin: the combine has no GIN path yet (dispatch only)");

@@ -1,0 +1,77 @@
+#!/bin/bash
+# tests/gpu/seed_bar.sh - issue 24: a workload's seed and one directive
+# variant of it against the bar at 1 rank, through `cuco eval` only:
+#   1. the variant verified on every verify size (with --perturb)
+#   2. cuco eval --impl all --json --sizes SIZES (baselines, the seed, vs_bar)
+#   3. the variant benched at SIZES (--json)
+#   4. HGMMA count in the variant's and the seed's objects (tensor cores)
+#   WL=kv_transfer VARIANT="placement=per_tile" SIZES=short,mid (defaults)
+#   WL=moe_dsv3 VARIANT="experts=cublas" SIZES=decode,prefill
+# Carry ./cuco and .gpulibs/.  $OUT: WL.txt (table + verdicts),
+# WL-impl_all.json, WL-variant.json, WL.log.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_script_dirs
+gpu_cuco_env "$ROOT" "/tmp/cuco-cache"
+export CUDA_DEVICE_MAX_CONNECTIONS=32
+WL=${WL:-kv_transfer}
+VARIANT=${VARIANT:-placement=per_tile}
+SIZES=${SIZES:-short,mid}
+W=$(mktemp -d /tmp/cuco-kvt.XXXXXX)
+T=$OUT/$WL.txt LOG=$OUT/$WL.log
+: >"$T"
+: >"$LOG"
+T0=$(date +%s)
+cp "workloads/$WL/seed.cu" "$W/tile.cu"
+for kv in $VARIANT; do  # a directive or a CUCO-PARAM of the seed's block
+  k=${kv%%=*} v=${kv#*=}
+  sed -i -E -e "/^\/\/ CUCO-DIRECTIVES /s/ $k=[^ ]*/ $k=$v/" \
+    -e "s/^\/\/ CUCO-PARAM $k=.*/\/\/ CUCO-PARAM $k=$v/" "$W/tile.cu"
+done
+echo "variant: $VARIANT ($(grep -E '^// CUCO-(DIRECTIVES|PARAM)' "$W/tile.cu" | tr '\n' ' '))" >>"$T"
+step() {  # NAME TIMEOUT JSONOUT ARGS...
+  local name=$1 to=$2 js=$3 s rc
+  shift 3
+  s=$(date +%s)
+  timeout "$to" ./cuco eval "workloads/$WL" "$@" >"$W/$name.out" 2>"$W/$name.err"
+  rc=$?
+  [ -n "$js" ] && cp "$W/$name.out" "$OUT/$js"
+  { echo "### $name (exit $rc, $(($(date +%s) - s)) s): cuco eval $*"; cat "$W/$name.err" "$W/$name.out"; } >>"$LOG"
+  printf '%-10s exit %d %4d s  %s\n' "$name" $rc $(($(date +%s) - s)) \
+    "$(grep -E 'FAIL|rejected|: ok|vs bar|speedup' "$W/$name.err" "$W/$name.out" | tail -3 | tr '\n' ' ' | cut -c1-300)" >>"$T"
+}
+step variant_verify 200 "" --candidate "$W/tile.cu" --no-bench --out "$W/tv"
+step impl_all 300 "$WL-impl_all.json" --impl all --json --sizes "$SIZES"
+step variant 200 "$WL-variant.json" --candidate "$W/tile.cu" --json --sizes "$SIZES" --out "$W/tb"
+for o in $(find "$W/tv" -name "${WL}_impl.o" | head -1); do
+  echo "HGMMA in the variant's object: $(cuobjdump --dump-sass "$o" 2>/dev/null | grep -c HGMMA)" >>"$T"
+done
+python3 - "$OUT/$WL-impl_all.json" "$OUT/$WL-variant.json" >>"$T" 2>&1 <<'PY'
+import json, sys
+def load(p):
+    try: j = json.load(open(p))
+    except Exception as e: return []
+    return j if isinstance(j, list) else [j]
+def med(e):
+    out = {}
+    for k, v in ((e.get("metrics") or {}).get("bench") or {}).items():
+        t = (v.get("timing") or v) if isinstance(v, dict) else {}
+        if isinstance(t, dict) and isinstance(t.get("median_ms"), (int, float)): out[k] = t["median_ms"]
+    return out
+rows = load(sys.argv[1]); tile = load(sys.argv[2])
+bar = {}
+for e in rows:
+    for size, v in (e.get("vs_bar") or {}).items(): bar[size] = (v.get("bar"), v.get("bar_ms"))
+    print("%-22s %-8s %s" % (e.get("impl"), e.get("status"), med(e)))
+for e in tile:
+    m = med(e)
+    print("%-22s %-8s %s" % ("variant", e.get("status"), m))
+    for size, ms in m.items():
+        if size in bar and bar[size][1]:
+            print("variant vs bar %s at %s: %.4g / %.4g ms = %.3fx" % (bar[size][0], size, bar[size][1], ms, bar[size][1] / ms))
+PY
+echo "total $(($(date +%s) - T0)) s" >>"$T"
+cat "$T"
+rm -rf "$W"

@@ -1,0 +1,21 @@
+#!/bin/bash
+# tests/gpu/seeds.sh - issue 24 in one device call: every seed against its
+# bar at 1 rank through `cuco eval` (tests/gpu/seed_bar.sh), each beside a
+# directive variant, then the gemm_allgather per_tile seed (seed_tile.cu, the
+# tile v2) beside the cuBLASLt baseline (tests/gpu/gemm_ag.sh ONLY=tile).
+#   OUT=dir bash tests/gpu/seeds.sh    PARTS="kv moe gemm" (default)
+# Carry ./cuco and .gpulibs/.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_script_dirs
+for p in ${PARTS:-kv moe gemm}; do
+  s=$(date +%s)
+  case $p in
+    kv) WL=kv_transfer VARIANT="placement=per_tile" SIZES=short,mid timeout 280 bash tests/gpu/seed_bar.sh ;;
+    moe) WL=moe_dsv3 VARIANT="experts=cublas" SIZES=decode,prefill timeout 300 bash tests/gpu/seed_bar.sh ;;
+    gemm) mkdir -p "$OUT/gemm_ag" && OUT=$OUT/gemm_ag ONLY=tile QUICK=1 timeout 150 bash tests/gpu/gemm_ag.sh | tail -30 ;;
+  esac
+  echo "=== seeds.sh part $p: exit $? after $(($(date +%s) - s)) s"
+done
