@@ -65,10 +65,12 @@ unity_cc "seed.cu compiles in 7 directive variants (split per_chunk warp 16 CTAs
   "$S@CUCO_PARAM_direction=pull,CUCO_PLACEMENT=3,CUCO_ISSUER=2,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_comm_ctas=16" \
   "$S@CUCO_PARAM_direction=pull,CUCO_PLACEMENT=3,CUCO_ISSUER=1,CUCO_SYNC=3" \
   "$S@CUCO_PLACEMENT=2,CUCO_PARAM_direction=pull"
-cc "seed.cu per_tile push" "$WL/seed.cu" -DCUCO_PLACEMENT=2 -Xptxas -v
+# per_tile runs on the tile v2 (wgmma + TMA): sm_90a, as cuco eval builds
+expect_rc "seed.cu per_tile push compiles for sm_90a" 0 "${NV[@]/-arch=sm_90/-gencode=arch=compute_90a,code=sm_90a}" \
+  -DCUCO_PLACEMENT=2 -Xptxas -v -c "$WL/seed.cu" -o "$TMP/o.o"
 cp "$TMP/err" "$TMP/ptxas_tile.log"
-expect_grep "per_tile: ptxas built the GEMM tile kernel with the epilogue" "$TMP/ptxas_tile.log" \
-  "gemm_tile_kernel.*SdTileEpi"
+expect_grep "per_tile: ptxas built the GEMM tile v2 kernel with the epilogue" "$TMP/ptxas_tile.log" \
+  "gemm_tile_v2_kernel.*SdTileEpi"
 expect_no_grep "per_tile: the GEMM tile kernel does not spill" "$TMP/ptxas_tile.log" \
   "[1-9][0-9]* bytes spill"
 expect_rc "seed.cu refuses an unknown direction" 1 \
