@@ -86,8 +86,9 @@ for i in "${!jobs_list[@]}"; do
   else not_ok "${jobs_list[$i]} compiles (no warnings)" "$(head -c 600 "$TMP/log$i")"; fi
 done
 # the directive variants, in one unit (lib.sh unity_cc)
-unity_cc "seed.cu compiles in 2 directive variants (its directives: warp issuer 16 CTAs; 32 CTAs of 1024 threads)" -- \
+unity_cc "seed.cu compiles in 3 directive variants (its directives: warp issuer 16 CTAs; 32 CTAs of 1024 threads; experts on the grouped tile v2)" -- \
   "$WL/seed.cu@CUCO_ISSUER=2,CUCO_PARAM_comm_ctas=16" \
-  "$WL/seed.cu@CUCO_PARAM_comm_ctas=32,CUCO_PARAM_disp_threads=1024"
+  "$WL/seed.cu@CUCO_PARAM_comm_ctas=32,CUCO_PARAM_disp_threads=1024" \
+  "$WL/seed.cu@CUCO_PARAM_experts=tile"
 expect_no_grep "and without warnings" "$TMP/err" "warning"
 done_testing

@@ -6,7 +6,7 @@
 #   3. the variant benched at SIZES (--json)
 #   4. HGMMA count in the variant's and the seed's objects (tensor cores)
 #   WL=kv_transfer VARIANT="placement=per_tile" SIZES=short,mid (defaults)
-#   WL=moe_dsv3 VARIANT="experts=cublas" SIZES=decode,prefill
+#   WL=moe_dsv3 VARIANT="experts=tile" SIZES=decode,prefill
 # Carry ./cuco and .gpulibs/.  $OUT: WL.txt (table + verdicts),
 # WL-impl_all.json, WL-variant.json, WL.log.
 set -u
