@@ -13,7 +13,7 @@ WL=$ROOT/workloads/kv_transfer
 check_cheats "$WL" '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+' 6
 awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -4 >"$TMP/evhead"
 expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
-  '^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=per_peer issuer=cta chunk=1MiB$'
+  '^// CUCO-DIRECTIVES backend=lsa placement=per_tile sync=per_peer issuer=cta chunk=1MiB$'
 expect_grep "seed: comm_ctas param" "$TMP/evhead" '^// CUCO-PARAM comm_ctas=8$'
 awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -6 >"$TMP/evhead6"
 expect_grep "seed: direction param (push)" "$TMP/evhead6" '^// CUCO-PARAM direction=push$'

@@ -238,7 +238,7 @@ got=$(grep -c '^nvcc -arch=sm_90 -o ' "$R/kv.calls")
 expect_grep "kv_transfer.sh: links against the package's NCCL, its rpath, CUDA's lib64" "$R/kv.calls" \
   "^nvcc -arch=sm_90 -o $H/tmp/kvb/seed .*/rt_rt_main.o .* $H/tmp/kvb/seed.o -L$H/tmp/kvb/lib -L.* -Xlinker -rpath -Xlinker $H/nccl/lib .*-lnccl \|"
 expect_grep "kv_transfer.sh: compiles with the package's NCCL headers" "$R/kv.calls" \
-  "^nvcc -arch=sm_90 -std=c\+\+17 -O3 -lineinfo -I$H/nccl/include -I.*/runtime -I.*/workloads/kv_transfer -DCUCO_PARAM_direction=pull -c .*/seed.cu -o $H/tmp/kvb/seed_pull.o"
+  "^nvcc -gencode=arch=compute_90a,code=sm_90a -std=c\+\+17 -O3 -lineinfo -I$H/nccl/include -I.*/runtime -I.*/workloads/kv_transfer -DCUCO_PARAM_direction=pull -c .*/seed.cu -o $H/tmp/kvb/seed_pull.o"
 expect_grep "kv_transfer.sh: a harness run as the runtime's CLI wants it, with the NVLS switches" "$R/kv.calls" \
   "^bin:tmp/kvb/seed --params L=2,DM=64,HKV=1,HD=64,NREQ=2,LEN=32 --size-name v_tiny --mode verify --rank 0 --nranks 1 --seed 12345 --tol 5e-3 --impl seed --workload kv_transfer --out $H/tmp/kvb/res.json --perturb \| NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 LD_LIBRARY_PATH=/.*:$H/nccl/lib:"
 expect_grep "kv_transfer.sh: --vranks runs" "$R/kv.calls" "^bin:tmp/kvb/vr/seed_tile_pull .* --vranks 4 .*--impl seed_tile_pull_vr4 "

@@ -78,8 +78,9 @@ eval_on() {
   mkdir -p "$d"
   sed 1d "$W/$wl/cheats/$cheat.cu" >"$d/$cheat.cu"  # the CUCO-EXPECT-REJECT line
   echo "== [$(($(date +%s) - T0)) s] ON $wl $mech: cuco eval --candidate $cheat.cu $*" >>"$LOG"
-  timeout 400 ./cuco eval "workloads/$wl" --candidate "$d/$cheat.cu" --out "$d/eval" "$@" \
-    >"$d/on.txt" 2>&1
+  # --timeout: a cheat that hangs instead of cheating costs a minute, not two
+  timeout 200 ./cuco eval "workloads/$wl" --candidate "$d/$cheat.cu" --out "$d/eval" --timeout 60 \
+    "$@" >"$d/on.txt" 2>&1
   local rc=$?
   cat "$d/on.txt" >>"$LOG"
   rec "$wl" "$mech" on "$rc" nonzero "$words" "$d/on.txt"
@@ -97,7 +98,7 @@ bin_run() {
   fi
   # The secret on stdin, as cuco eval hands it.
   head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n' |
-    timeout 200 "$bin" --workload "$wl" --impl "$cheat.cu" --params "$params" --seed 1234 \
+    timeout 60 "$bin" --workload "$wl" --impl "$cheat.cu" --params "$params" --seed 1234 \
       --secret-fd 0 --out "$d/$tag.json" "$@" >"$d/$tag.txt" 2>&1
   local rc=$?
   [ -f "$d/$tag.json" ] && cat "$d/$tag.json" >>"$d/$tag.txt"

@@ -5,8 +5,8 @@
 #   2. cuco eval --impl all --json --sizes SIZES (baselines, the seed, vs_bar)
 #   3. the variant benched at SIZES (--json)
 #   4. HGMMA count in the variant's and the seed's objects (tensor cores)
-#   WL=kv_transfer VARIANT="placement=per_tile" SIZES=short,mid (defaults)
-#   WL=moe_dsv3 VARIANT="experts=tile" SIZES=decode,prefill
+#   WL=kv_transfer VARIANT="placement=deferred" SIZES=short,mid (defaults)
+#   WL=moe_dsv3 VARIANT="experts=cublas" SIZES=decode,prefill
 # Carry ./cuco and .gpulibs/.  $OUT: WL.txt (table + verdicts),
 # WL-impl_all.json, WL-variant.json, WL.log.
 set -u
@@ -17,7 +17,7 @@ gpu_script_dirs
 gpu_cuco_env "$ROOT" "/tmp/cuco-cache"
 export CUDA_DEVICE_MAX_CONNECTIONS=32
 WL=${WL:-kv_transfer}
-VARIANT=${VARIANT:-placement=per_tile}
+VARIANT=${VARIANT:-placement=deferred}
 SIZES=${SIZES:-short,mid}
 W=$(mktemp -d /tmp/cuco-kvt.XXXXXX)
 T=$OUT/$WL.txt LOG=$OUT/$WL.log

@@ -16,8 +16,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --
 for p in ${PARTS:-kv moe gemm}; do
   s=$(date +%s)
   case $p in
-    kv) WL=kv_transfer VARIANT="placement=per_tile" SIZES=short,mid timeout 280 bash tests/gpu/seed_bar.sh ;;
-    moe) WL=moe_dsv3 VARIANT="experts=tile" SIZES=decode,prefill timeout 300 bash tests/gpu/seed_bar.sh ;;
+    kv) WL=kv_transfer VARIANT="placement=deferred" SIZES=short,mid,long timeout 280 bash tests/gpu/seed_bar.sh ;;
+    moe) WL=moe_dsv3 VARIANT="experts=cublas" SIZES=decode,prefill timeout 300 bash tests/gpu/seed_bar.sh ;;
     gemm) mkdir -p "$OUT/gemm_ag" && OUT=$OUT/gemm_ag ONLY=tile QUICK=1 timeout 150 bash tests/gpu/gemm_ag.sh | tail -30 ;;
   esac
   echo "=== seeds.sh part $p: exit $? after $(($(date +%s) - s)) s"

@@ -93,8 +93,8 @@ ev() {
   timeout "$cap" ./cuco eval "$@" --timeout "$to" --out "$d" >"$d/stdout.txt" 2>"$d/stderr.txt"
   rc=$?
   cat "$d/stderr.txt" "$d/stdout.txt" >"$d/out.txt"
-  { echo "### $name (exit $rc, $(($(date +%s) - s)) s): cuco eval $*"; cat "$d/out.txt"; } \
-    >>"$W/log.${name//\//_}"
+  # straight into the log: a script killed at its limit keeps what ran
+  { echo "### $name (exit $rc, $(($(date +%s) - s)) s): cuco eval $*"; cat "$d/out.txt"; } >>"$LOG"
   verdict=$(grep -E 'FAIL|: failed|cheats: |error' "$d/out.txt" | head -3 | tr '\n\t' '  ' | cut -c1-300)
   [ -z "$verdict" ] && verdict=$(grep -vE '^\s*[][{}"]' "$d/out.txt" | tail -1 | cut -c1-200)
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$want" "$rc" "$(($(date +%s) - s))" "$verdict" "$d" >>"$REC"
@@ -203,7 +203,6 @@ if [ "$BENCH" = 1 ]; then
 fi
 
 # ---- logs, table, summary -------------------------------------------------------------------
-for f in "$W"/log.*; do [ -f "$f" ] && cat "$f" >>"$LOG"; done
 WLS="$WLS" python3 - "$REC" "$OUT" "$(elapsed)" <<'EOF'
 import glob, json, os, sys
 rec, out, total = sys.argv[1], sys.argv[2], int(sys.argv[3])

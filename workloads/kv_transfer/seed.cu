@@ -61,7 +61,7 @@ struct sd {
 };
 
 // EVOLVE-BLOCK-START
-// CUCO-DIRECTIVES backend=lsa placement=deferred sync=per_peer issuer=cta chunk=1MiB
+// CUCO-DIRECTIVES backend=lsa placement=per_tile sync=per_peer issuer=cta chunk=1MiB
 // CUCO-PARAM comm_ctas=8
 // CUCO-PARAM push_threads=512
 // CUCO-PARAM direction=push

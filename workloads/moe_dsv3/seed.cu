@@ -49,7 +49,7 @@ struct sd {
 // CUCO-DIRECTIVES backend=lsa placement=deferred sync=global issuer=warp chunk=64MiB
 // CUCO-PARAM comm_ctas=16
 // CUCO-PARAM disp_threads=512
-// CUCO-PARAM experts=cublas
+// CUCO-PARAM experts=tile
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 16
 #endif
@@ -57,7 +57,7 @@ struct sd {
 #define CUCO_PARAM_disp_threads 512
 #endif
 #ifndef CUCO_PARAM_experts
-#define CUCO_PARAM_experts cublas
+#define CUCO_PARAM_experts tile
 #endif
 // experts=tile|cublas (a word): the routed experts as two grouped GEMMs on
 // the shared tile v2, or the frozen per-expert cuBLAS loop (moe_experts).
