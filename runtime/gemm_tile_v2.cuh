@@ -10,6 +10,9 @@
 //     two math warpgroups (rows 0-63 and 64-127 of the tile; they call store()
 //     and tile_end(); threadIdx.x == 0 is among them), warp 8 is the producer
 //     whose lane 0 calls Prologue::wait() and then issues the tile's TMA copies.
+//     So an epilogue shares a tile among kMathThreads (256) threads, and its
+//     barrier is math_sync() (named barrier 1), never __syncthreads(): the
+//     producer warp has returned by then.
 //   - Tails (M, N, K not multiples of the tile) are zero-filled by TMA itself;
 //     lda, ldb, b_group_stride multiples of 8 elements and A, B 16-byte
 //     aligned, as for v1.  K == 0 writes zeros.
