@@ -313,6 +313,17 @@ run_one fa_part "$G/flash_attn.sh" PART=bench FAKE_NVCC_FAIL=baseline_allgather
 expect_grep "flash_attn.sh: ... named in the TAP log" "$R/fa_part/OUT/flash_attn.tap" "^not ok [0-9]+ - build real C$"
 expect_grep "flash_attn.sh: ... and its run 'not built'" "$R/fa_part/OUT/flash_attn.tap" "^not ok [0-9]+ - C short bench --warmup 3 --iters 20 --min-time 0.5$"
 
+# seed_bar.sh (issue 24): a seed and a directive variant through cuco eval only
+run_one sb "$G/seed_bar.sh" WL=kv_transfer VARIANT=placement=deferred SIZES=short
+[ "$(cat "$R/sb/rc")" = 0 ] && ok "seed_bar.sh: exit 0 against the fakes" ||
+  not_ok "seed_bar.sh: exit 0 against the fakes" "exit $(cat "$R/sb/rc"): $(tail -5 "$R/sb/stdout")"
+expect_grep "seed_bar.sh: the variant is the seed with that directive" "$R/sb/OUT/kv_transfer.txt" \
+  "^variant: placement=deferred .*CUCO-DIRECTIVES backend=lsa placement=deferred sync=per_peer"
+expect_grep "seed_bar.sh: the variant against the bar per size" "$R/sb/OUT/kv_transfer.txt" \
+  "^variant vs bar B at short: 1.1 / 1 ms = 1.100x$"
+expect_grep "seed_bar.sh: the variant compiled, verified, then benched" "$R/sb.calls" \
+  "^cuco eval workloads/kv_transfer --candidate .*/tile.cu --json --sizes short"
+
 fi  # GPU_SCRIPTS_LIST
 
 # ---- before/after: GPU_SCRIPTS_BASE=REV ----------------------------------------------

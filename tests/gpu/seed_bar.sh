@@ -43,7 +43,7 @@ step() {  # NAME TIMEOUT JSONOUT ARGS...
     "$(grep -E 'FAIL|rejected|: ok|vs bar|speedup' "$W/$name.err" "$W/$name.out" | tail -3 | tr '\n' ' ' | cut -c1-300)" >>"$T"
 }
 step variant_verify 200 "" --candidate "$W/tile.cu" --no-bench --out "$W/tv"
-step impl_all 300 "$WL-impl_all.json" --impl all --json --sizes "$SIZES"
+step impl_all 300 "$WL-impl_all.json" --impl all --json --sizes "$SIZES" --out "$W/ia"
 step variant 200 "$WL-variant.json" --candidate "$W/tile.cu" --json --sizes "$SIZES" --out "$W/tb"
 for o in $(find "$W/tv" -name "${WL}_impl.o" | head -1); do
   echo "HGMMA in the variant's object: $(cuobjdump --dump-sass "$o" 2>/dev/null | grep -c HGMMA)" >>"$T"
