@@ -324,6 +324,21 @@ expect_grep "seed_bar.sh: the variant against the bar per size" "$R/sb/OUT/kv_tr
 expect_grep "seed_bar.sh: the variant compiled, verified, then benched" "$R/sb.calls" \
   "^cuco eval workloads/kv_transfer --candidate .*/tile.cu --json --sizes short"
 
+# harden_wl.sh (issue 22): against the fakes nothing is rejected and no binary
+# is built, so no mechanism may be reported necessary (exit 1, every row NO)
+run_one hw "$G/harden_wl.sh"
+[ "$(cat "$R/hw/rc")" = 1 ] && ok "harden_wl.sh: exit 1 when the cheats are not rejected" ||
+  not_ok "harden_wl.sh: exit 1 when the cheats are not rejected" "exit $(cat "$R/hw/rc"): $(tail -5 "$R/hw/stdout")"
+got=$(grep -c '^| [a-z0-9_]* | [a-z-]* | .* | \*\*NO\*\* |$' "$R/hw/OUT/harden_wl.md")
+[ "$got" = 9 ] && ok "harden_wl.sh: 3 workloads x 3 mechanisms, none necessary" ||
+  not_ok "harden_wl.sh: 3 workloads x 3 mechanisms, none necessary" "$got rows: $(cat "$R/hw/OUT/harden_wl.md")"
+expect_grep "harden_wl.sh: public_steps at a sampled bench size (moe prefill)" "$R/hw.calls" \
+  "^cuco eval workloads/moe_dsv3 --candidate .*/public_steps.cu --out .* --timeout 60 --sizes prefill "
+expect_grep "harden_wl.sh: ... (flash_attn_cp mid)" "$R/hw.calls" \
+  "^cuco eval workloads/flash_attn_cp --candidate .*/public_steps.cu --out .* --timeout 60 --sizes mid "
+expect_grep "harden_wl.sh: regen_inputs at a verify size, no bench" "$R/hw.calls" \
+  "^cuco eval workloads/kv_transfer --candidate .*/regen_inputs.cu --out .* --timeout 60 --sizes v_small --no-bench "
+
 fi  # GPU_SCRIPTS_LIST
 
 # ---- before/after: GPU_SCRIPTS_BASE=REV ----------------------------------------------
