@@ -28,9 +28,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-gpu_script_dirs
-gpu_cuco_env "$ROOT" "/tmp/cuco-cache"
-export CUDA_DEVICE_MAX_CONNECTIONS=32
+gpu_eval_env "$ROOT"
 HWLS=${HWLS:-"kv_transfer moe_dsv3 flash_attn_cp"}
 W=$(mktemp -d /tmp/cuco-hwl.XXXXXX)
 LOG=$OUT/harden_wl.log REC=$W/rec.jsonl

@@ -19,6 +19,9 @@
 #   gpu_cuco_env ROOT CACHE for the scripts that run ./cuco: gpu_nvls_off,
 #                           gpu_gpulibs, gpu_cuco_nccl_home, and exports
 #                           CUCO_CACHE_DIR (kept when set, else CACHE)
+#   gpu_eval_env ROOT       for the scripts that judge only through ./cuco eval:
+#                           gpu_script_dirs, gpu_cuco_env ROOT /tmp/cuco-cache,
+#                           32 hardware queues
 #   gpu_diag_env ROOT NAME  for the diagnostic scripts (diagN.sh): gpu_script_dirs,
 #                           gpu_cuco_env ROOT /tmp/NAME-cache, 32 hardware queues,
 #                           no sandbox unless CUCO_SANDBOX is set; sets W=/tmp/NAME
@@ -114,6 +117,11 @@ gpu_cuco_env() {
   gpu_gpulibs "$1"
   gpu_cuco_nccl_home
   export CUCO_CACHE_DIR=${CUCO_CACHE_DIR:-$2}
+}
+gpu_eval_env() {  # ROOT: the scripts that judge only through ./cuco eval
+  gpu_script_dirs
+  gpu_cuco_env "$1" "/tmp/cuco-cache"
+  export CUDA_DEVICE_MAX_CONNECTIONS=32  # independent streams really run concurrently
 }
 gpu_diag_env() {
   gpu_script_dirs

@@ -13,9 +13,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-gpu_script_dirs
-gpu_cuco_env "$ROOT" "/tmp/cuco-cache"
-export CUDA_DEVICE_MAX_CONNECTIONS=32
+gpu_eval_env "$ROOT"
 WL=${WL:-kv_transfer}
 VARIANT=${VARIANT:-placement=deferred}
 SIZES=${SIZES:-short,mid}
