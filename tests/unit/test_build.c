@@ -1,4 +1,5 @@
-/* Unit tests for build.c: freeform command templates, cache folder. */
+/* Unit tests for build.c: freeform command templates, cache folder; the
+ * toolchain's target words (toolchain.c), which every nvcc command takes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +11,9 @@
 #include <unistd.h>
 
 #include "build.h"
+#include "config.h"
 #include "file.h"
+#include "toolchain.h"
 
 static void test_template(void **state)
 {
@@ -52,6 +55,51 @@ static void test_template(void **state)
   assert_null(build_template_argv("   ", &v, &e));
 }
 
+/* The target as nvcc words: an arch-specific target (wgmma, setmaxnreg)
+ * only through -gencode, a plain one through -arch. */
+static void test_arch_flag(void **state)
+{
+  struct toolchain tc;
+  char f[96];
+  (void)state;
+  memset(&tc, 0, sizeof(tc));
+  snprintf(tc.arch, sizeof(tc.arch), "sm_90a");
+  tc_arch_flag(&tc, f, sizeof(f));
+  assert_string_equal(f, "-gencode=arch=compute_90a,code=sm_90a");
+  snprintf(tc.arch, sizeof(tc.arch), "sm_90");
+  tc_arch_flag(&tc, f, sizeof(f));
+  assert_string_equal(f, "-arch=sm_90");
+  snprintf(tc.arch, sizeof(tc.arch), "sm_100a");
+  tc_arch_flag(&tc, f, sizeof(f));
+  assert_string_equal(f, "-gencode=arch=compute_100a,code=sm_100a");
+}
+
+/* [build] arch: sm_90a when unset; a value that is not sm_NN[a] is a config
+ * error naming it (it would become compiler words), before any probing. */
+static void test_arch_config(void **state)
+{
+  static const char *const bad[] = {"sm_9", "sm90", "sm_90 -Xlinker", "sm_90b", "compute_90",
+                                    "sm_90aa", ""};
+  struct config *c = config_new();
+  struct toolchain tc;
+  struct err e = {0, ""};
+  size_t i;
+  (void)state;
+  assert_non_null(c);
+  assert_int_equal(tc_probe(c, &tc, &e), 0); /* nvcc found or not: not an error */
+  assert_string_equal(tc.arch, "sm_90a");
+  assert_int_equal(config_set(c, "build", "arch", "sm_90", NULL), 0);
+  assert_int_equal(tc_probe(c, &tc, &e), 0);
+  assert_string_equal(tc.arch, "sm_90");
+  for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    assert_int_equal(config_set(c, "build", "arch", bad[i], NULL), 0);
+    assert_int_equal(tc_probe(c, &tc, &e), ERR_CONFIG);
+    assert_non_null(strstr(e.msg, "[build] arch"));
+    assert_non_null(strstr(e.msg, "sm_90a"));
+  }
+  config_free(c);
+}
+
 static void test_mkdirs_cache(void **state)
 {
   char d[64], sub[128], c[256];
@@ -79,6 +127,8 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_template),
+      cmocka_unit_test(test_arch_flag),
+      cmocka_unit_test(test_arch_config),
       cmocka_unit_test(test_mkdirs_cache),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
