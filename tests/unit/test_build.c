@@ -78,15 +78,16 @@ static void test_arch_flag(void **state)
  * error naming it (it would become compiler words), before any probing. */
 static void test_arch_config(void **state)
 {
-  static const char *const bad[] = {"sm_9", "sm90", "sm_90 -Xlinker", "sm_90b", "compute_90",
-                                    "sm_90aa", ""};
+  static const char *const bad[] = {
+      "sm_9", "sm90", "sm_90 -Xlinker", "sm_90b", "compute_90", "sm_90aa", ""};
   struct config *c = config_new();
   struct toolchain tc;
   struct err e = {0, ""};
   size_t i;
   (void)state;
   assert_non_null(c);
-  assert_int_equal(tc_probe(c, &tc, &e), 0); /* nvcc found or not: not an error */
+  assert_int_equal(tc_probe(c, &tc, &e),
+                   0); /* nvcc found or not: not an error */
   assert_string_equal(tc.arch, "sm_90a");
   assert_int_equal(config_set(c, "build", "arch", "sm_90", NULL), 0);
   assert_int_equal(tc_probe(c, &tc, &e), 0);
