@@ -595,6 +595,8 @@ cudaError_t gemm_tile_run(const GemmArgs &args, Prologue pro, Epilogue epi,
                           Sched sched = Sched(), int grid = 0, cudaStream_t stream = 0) {
   cudaError_t e = gemm_tile_check_args(args);
   if (e != cudaSuccess) return e;
+  // v1 has no batched variant (num_groups > 1 without offsets: v2 only).
+  if (!args.group_offsets && args.num_groups > 1) return cudaErrorNotSupported;
   const bool grouped = args.group_offsets != nullptr;
   auto kernel_dense = gemm_tile_kernel<Cfg, false, Prologue, Epilogue, Sched>;
   auto kernel_grouped = gemm_tile_kernel<Cfg, true, Prologue, Epilogue, Sched>;

@@ -18,6 +18,13 @@
 //     aligned, as for v1.  K == 0 writes zeros.
 //   - A mbarrier wait that exceeds 10 s traps (a broken pipeline or a prologue
 //     whose flag never comes fails loudly instead of hanging).
+//   - Batched variant (v2 only): group_offsets == nullptr and num_groups = G > 1
+//     is G GEMMs in one launch that share A [M, K]: C_g = A * B_g with
+//     B_g = B + g*b_group_stride.  A tile of batch g has t.group = g and rows
+//     [m0, m_end) of A (the same rows for every g); the epilogue places C_g
+//     (GemmStoreC would write every batch over one C).  One launch instead of G
+//     removes G-1 launch gaps and wave tails (kv_transfer's per-layer KV
+//     projections: X times each layer's W).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (types only: the encoder comes from the runtime)
@@ -164,10 +171,11 @@ __device__ __forceinline__ GemmTile make_tile(int w, int tiles_m, int tiles_n, c
     t.m0 = t.group_row0 + (t.tm - gt->tile_start[g]) * BM;
     t.m_end = gt->row_start[g + 1];
     if (t.m_end > t.m0 + BM) t.m_end = t.m0 + BM;
-  } else {
-    t.group = 0;
+  } else {  // dense, or batched (G > 1): tm runs over G copies of M's row tiles
+    const int tpg = (M + BM - 1) / BM;
+    t.group = G > 1 ? t.tm / tpg : 0;
     t.group_row0 = 0;
-    t.m0 = t.tm * BM;
+    t.m0 = (G > 1 ? t.tm - t.group * tpg : t.tm) * BM;
     t.m_end = t.m0 + BM < M ? t.m0 + BM : M;
   }
   t.n0 = t.tn * BN;
@@ -200,8 +208,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     tiles_m = gt_storage.tile_start[G];
     gt = &gt_storage;
   } else {
-    tiles_m = (M + BM - 1) / BM;
+    tiles_m = (M + BM - 1) / BM * (G > 1 ? G : 1);  // batched: G copies
   }
+  const bool batched = !kGrouped && G > 1;  // B is then a 3-D map, as grouped
   const int total = tiles_m * tiles_n;
   const int ktiles = (K + BK - 1) / BK;
 
@@ -232,7 +241,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           tma_2d(sA, &tmA, kt * BK, t.m0, &full_bar[stage]);
 #pragma unroll
           for (int j = 0; j < BN / 64; j++) {
-            if constexpr (kGrouped)
+            if (kGrouped || batched)
               tma_3d(sB + j * (BK * 128), &tmB, t.n0 + j * 64, kt * BK, t.group,
                      &full_bar[stage]);
             else
@@ -344,6 +353,9 @@ cudaError_t gemm_tile_v2_run(const GemmArgs &args, Prologue pro, Epilogue epi,
   cudaError_t e = gemm_tile_check_args(args);
   if (e != cudaSuccess) return e;
   const bool grouped = args.group_offsets != nullptr;
+  const bool batched = !grouped && args.num_groups > 1;
+  if (batched && (args.num_groups > kMaxGroups || args.b_group_stride % 8))
+    return cudaErrorInvalidValue;
   if (args.M == 0 || args.N == 0) return cudaSuccess;
   // TMA wants non-zero extents; a K of 0 is described as 1 column that is never
   // loaded (ktiles = 0), so the kernel writes zeros.
@@ -355,7 +367,7 @@ cudaError_t gemm_tile_v2_run(const GemmArgs &args, Prologue pro, Epilogue epi,
     cuuint32_t box[2] = {v2::BK, v2::BM};
     if ((e = detail::make_map(&ta, args.A, 2, dims, strides, box)) != cudaSuccess) return e;
   }
-  if (grouped) {
+  if (grouped || batched) {
     cuuint64_t dims[3] = {(cuuint64_t)args.N, kdim, (cuuint64_t)args.num_groups};
     cuuint64_t strides[2] = {(cuuint64_t)args.ldb * 2, (cuuint64_t)args.b_group_stride * 2};
     cuuint32_t box[3] = {64, v2::BK, 1};
@@ -384,7 +396,8 @@ cudaError_t gemm_tile_v2_run(const GemmArgs &args, Prologue pro, Epilogue epi,
   }
   if (grid <= 0) grid = sms;
   if (!grouped) {
-    long long tiles = (long long)((args.M + v2::BM - 1) / v2::BM) * ((args.N + v2::BN - 1) / v2::BN);
+    long long tiles = (long long)((args.M + v2::BM - 1) / v2::BM) * ((args.N + v2::BN - 1) / v2::BN) *
+                      (batched ? args.num_groups : 1);
     if (tiles < grid) grid = (int)tiles;
   }
   kernel<<<grid, v2::kThreads, v2::kSmemBytes, stream>>>(ta, tb, args, pro, epi, sched);

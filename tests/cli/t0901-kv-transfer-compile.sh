@@ -57,14 +57,15 @@ expect_no_grep "seed.cu builds without warnings" "$TMP/err" "warning"
 # direction=pull (decode reads the staging window) and placement=per_tile (the
 # GEMM tile's epilogue applies RoPE and stores the pages) in every combination
 S=$WL/seed.cu
-unity_cc "seed.cu compiles in 7 directive variants (split per_chunk warp 16 CTAs; thread issuer; GIN split; pull deferred; pull split warp 64KiB; pull split thread per_chunk, built as per_peer; per_tile pull)" -- \
+unity_cc "seed.cu compiles in 8 directive variants (split per_chunk warp 16 CTAs; thread issuer; GIN split; pull deferred; pull split warp 64KiB; pull split thread per_chunk, built as per_peer; per_tile pull; per_tile in one batched launch)" -- \
   "$S@CUCO_PLACEMENT=3,CUCO_SYNC=3,CUCO_ISSUER=2,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_comm_ctas=16" \
   "$S@CUCO_ISSUER=1,CUCO_PARAM_push_threads=128" \
   "$S@CUCO_BACKEND=2,CUCO_PLACEMENT=3" \
   "$S@CUCO_PARAM_direction=pull" \
   "$S@CUCO_PARAM_direction=pull,CUCO_PLACEMENT=3,CUCO_ISSUER=2,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_comm_ctas=16" \
   "$S@CUCO_PARAM_direction=pull,CUCO_PLACEMENT=3,CUCO_ISSUER=1,CUCO_SYNC=3" \
-  "$S@CUCO_PLACEMENT=2,CUCO_PARAM_direction=pull"
+  "$S@CUCO_PLACEMENT=2,CUCO_PARAM_direction=pull" \
+  "$S@CUCO_PLACEMENT=2,CUCO_PARAM_tile_launch=all"
 # per_tile runs on the tile v2 (wgmma + TMA): sm_90a, as cuco eval builds
 expect_rc "seed.cu per_tile push compiles for sm_90a" 0 "${NV[@]/-arch=sm_90/-gencode=arch=compute_90a,code=sm_90a}" \
   -DCUCO_PLACEMENT=2 -Xptxas -v -c "$WL/seed.cu" -o "$TMP/o.o"
@@ -85,7 +86,8 @@ if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
   cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
   unity_cc "seed.cu compiles in virtual-rank mode in 3 variants (split per_chunk; pull split; per_tile pull)" -DCUCO_VRANKS -- \
     "$S@CUCO_PLACEMENT=3,CUCO_SYNC=3" "$S@CUCO_PARAM_direction=pull,CUCO_PLACEMENT=3" \
-    "$S@CUCO_PLACEMENT=2,CUCO_PARAM_direction=pull"
+    "$S@CUCO_PLACEMENT=2,CUCO_PARAM_direction=pull" \
+  "$S@CUCO_PLACEMENT=2,CUCO_PARAM_tile_launch=all"
 else
   ok "virtual-rank mode # SKIP runtime has no vnccl.cuh yet"
 fi

@@ -209,7 +209,7 @@ run_one() {
   (cd "$H/tree" && env -i PATH="$H/bin:/usr/bin:/bin" HOME="$TMP" LANG=C.UTF-8 FAKE_H="$H" OUT="$H/out" \
     KV_BUILD="$H/tmp/kvb" MOE_BUILD="$H/tmp/moeb" ATTN_BUILD="$H/tmp/attnb" NVCC="$H/bin/nvcc" \
     FAKELLM="$H/bin/fakellm" RUN_DIR="$H/tmp/evolve-run" "$@" \
-    timeout 60 bash "tests/gpu/$name" >"$H/stdout" 2>&1)
+    timeout 180 bash "tests/gpu/$name" >"$H/stdout" 2>&1)
   echo $? >"$H/rc"
   rm -rf "$H/res/$label" && mkdir -p "$H/res/$label"
   sort "$H/calls.log" >"$H/res/$label/calls.sorted"

@@ -7,8 +7,8 @@
 #   4. HGMMA count in the variant's and the seed's objects (tensor cores)
 #   WL=kv_transfer VARIANT="placement=deferred" SIZES=short,mid (defaults)
 #   WL=moe_dsv3 VARIANT="experts=cublas" SIZES=decode,prefill
-# Carry ./cuco and .gpulibs/.  $OUT: WL.txt (table + verdicts),
-# WL-impl_all.json, WL-variant.json, WL.log.
+# Carry ./cuco and .gpulibs/.  $OUT: TAG.txt (table + verdicts),
+# TAG-impl_all.json, TAG-variant.json, TAG.log (TAG defaults to WL).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
@@ -17,8 +17,9 @@ gpu_eval_env "$ROOT"
 WL=${WL:-kv_transfer}
 VARIANT=${VARIANT:-placement=deferred}
 SIZES=${SIZES:-short,mid}
+TAG=${TAG:-$WL}
 W=$(mktemp -d /tmp/cuco-kvt.XXXXXX)
-T=$OUT/$WL.txt LOG=$OUT/$WL.log
+T=$OUT/$TAG.txt LOG=$OUT/$TAG.log
 : >"$T"
 : >"$LOG"
 T0=$(date +%s)
@@ -41,12 +42,12 @@ step() {  # NAME TIMEOUT JSONOUT ARGS...
     "$(grep -E 'FAIL|rejected|: ok|vs bar|speedup' "$W/$name.err" "$W/$name.out" | tail -3 | tr '\n' ' ' | cut -c1-300)" >>"$T"
 }
 step variant_verify 200 "" --candidate "$W/tile.cu" --no-bench --out "$W/tv"
-step impl_all 300 "$WL-impl_all.json" --impl all --json --sizes "$SIZES" --out "$W/ia"
-step variant 200 "$WL-variant.json" --candidate "$W/tile.cu" --json --sizes "$SIZES" --out "$W/tb"
+step impl_all 300 "$TAG-impl_all.json" --impl all --json --sizes "$SIZES" --out "$W/ia"
+step variant 200 "$TAG-variant.json" --candidate "$W/tile.cu" --json --sizes "$SIZES" --out "$W/tb"
 for o in $(find "$W/tv" -name "${WL}_impl.o" | head -1); do
   echo "HGMMA in the variant's object: $(cuobjdump --dump-sass "$o" 2>/dev/null | grep -c HGMMA)" >>"$T"
 done
-python3 - "$OUT/$WL-impl_all.json" "$OUT/$WL-variant.json" >>"$T" 2>&1 <<'PY'
+python3 - "$OUT/$TAG-impl_all.json" "$OUT/$TAG-variant.json" >>"$T" 2>&1 <<'PY'
 import json, sys
 def load(p):
     try: j = json.load(open(p))

@@ -65,6 +65,7 @@ struct sd {
 // CUCO-PARAM comm_ctas=8
 // CUCO-PARAM push_threads=512
 // CUCO-PARAM direction=push
+// CUCO-PARAM tile_launch=layer
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 8
 #endif
@@ -84,6 +85,18 @@ struct sd {
 #error "CUCO-PARAM direction must be push or pull"
 #endif
 #define SD_PULL (SD_DIR == 2)
+#ifndef CUCO_PARAM_tile_launch
+#define CUCO_PARAM_tile_launch layer
+#endif
+// tile_launch=layer|all (per_tile only): one GEMM launch per layer, or one
+// batched launch of the tile v2 for every layer (X shared, W_l per batch).
+#define SD_TL_layer 1
+#define SD_TL_all 2
+#define SD_TL SD_CAT(SD_TL_, CUCO_PARAM_tile_launch)
+#if SD_TL != 1 && SD_TL != 2
+#error "CUCO-PARAM tile_launch must be layer or all"
+#endif
+#define SD_TILE_ALL (SD_TL == 2)
 #define SD_PER_TILE (CUCO_PLACEMENT == CUCO_PLACEMENT_PER_TILE)
 #if CUCO_BACKEND == CUCO_BACKEND_GIN && (SD_PULL || SD_PER_TILE)
 #error "direction=pull and placement=per_tile are LSA designs (loads/stores through windows)"
@@ -269,7 +282,7 @@ sd_pull(ncclWindow_t stage_win, const unsigned long long *flags, __nv_bfloat16 *
 // (pull).  Then the CTA barrier, and thread 0 counts the tile; the layer's
 // last tile of this step raises the layer's flag on every decode rank.
 struct SdTileEpi {
-  __nv_bfloat16 *stage;  // layer L's staging rows [S][2W]
+  __nv_bfloat16 *stage;  // staging [L][S][2W]; a tile's layer is l0 + its batch
   ncclWindow_t pool_win, flag_win;
   const int *dst;
   const long long *slot;
@@ -277,28 +290,33 @@ struct SdTileEpi {
   const float2 *rope;
   unsigned long long *done;
   unsigned long long dmask, epoch;
-  long long W, slab, l, L;
+  long long W, slab, l0, L, S;
   int hd, me, tiles;
 
-  __device__ void store(const cuco_gemm::GemmTile &, int row, int col, float v0, float v1,
+  // Layer L's staging rows (t.group: the batch of a tile_launch=all launch).
+  __device__ __nv_bfloat16 *layer_stage(long long l) const { return stage + l * S * 2 * W; }
+  __device__ void store(const cuco_gemm::GemmTile &t, int row, int col, float v0, float v1,
                         bool two) const {
-    cuco_gemm::gemm_store_pair(stage + (long long)row * 2 * W + col, v0, v1, two);
+    cuco_gemm::gemm_store_pair(layer_stage(l0 + t.group) + (long long)row * 2 * W + col, v0, v1,
+                               two);
   }
-  // Element pointer of (row R, half KV, column C of the half) in R's pages.
-  __device__ __nv_bfloat16 *page(int r, int kv, long long c) const {
+  // Element pointer of (row R, half KV, column C of the half) of layer L in R's pages.
+  __device__ __nv_bfloat16 *page(long long l, int r, int kv, long long c) const {
     return (__nv_bfloat16 *)ncclGetLsaPointer(
         pool_win, ((size_t)(l * 2 + kv) * slab + slot[r] + c) * 2, dst[r]);
   }
   __device__ void tile_end(const cuco_gemm::GemmTile &t) const {
+    const long long l = l0 + t.group;
+    __nv_bfloat16 *const stage_l = layer_stage(l);
     const int half = hd / 2, rows = t.m_end - t.m0;
     if (hd % 16 == 0) {  // 16-byte vectors; a head half is whole vectors
       const int nv = (t.n_end - t.n0) / 8;
       for (int k = threadIdx.x; k < rows * nv; k += cuco_gemm::v2::kMathThreads) {
         const int r = t.m0 + k / nv;
         const long long col = t.n0 + (long long)(k % nv) * 8;
-        __nv_bfloat16 *x = stage + (long long)r * 2 * W;
+        __nv_bfloat16 *x = stage_l + (long long)r * 2 * W;
         if (col >= W) {  // V: as computed
-          if (!SD_PULL) *(uint4 *)page(r, 1, col - W) = *(const uint4 *)(x + col);
+          if (!SD_PULL) *(uint4 *)page(l, r, 1, col - W) = *(const uint4 *)(x + col);
           continue;
         }
         const int i0 = (int)(col % hd);
@@ -317,8 +335,8 @@ struct SdTileEpi {
         *(uint4 *)(x + col) = va;
         *(uint4 *)(x + col + half) = vb;
 #else
-        *(uint4 *)page(r, 0, col) = va;
-        *(uint4 *)page(r, 0, col + half) = vb;
+        *(uint4 *)page(l, r, 0, col) = va;
+        *(uint4 *)page(l, r, 0, col + half) = vb;
 #endif
       }
     } else {  // HD in {2, 4, 8}: one element pair at a time
@@ -326,9 +344,9 @@ struct SdTileEpi {
       for (int k = threadIdx.x; k < rows * ne; k += cuco_gemm::v2::kMathThreads) {
         const int r = t.m0 + k / ne;
         const long long col = t.n0 + k % ne;
-        __nv_bfloat16 *x = stage + (long long)r * 2 * W;
+        __nv_bfloat16 *x = stage_l + (long long)r * 2 * W;
         if (col >= W) {
-          if (!SD_PULL) *page(r, 1, col - W) = x[col];
+          if (!SD_PULL) *page(l, r, 1, col - W) = x[col];
           continue;
         }
         const int i = (int)(col % hd);
@@ -340,8 +358,8 @@ struct SdTileEpi {
         x[col] = __float2bfloat16(ra);
         x[col + half] = __float2bfloat16(rb);
 #else
-        *page(r, 0, col) = __float2bfloat16(ra);
-        *page(r, 0, col + half) = __float2bfloat16(rb);
+        *page(l, r, 0, col) = __float2bfloat16(ra);
+        *page(l, r, 0, col + half) = __float2bfloat16(rb);
 #endif
       }
     }
@@ -438,14 +456,14 @@ __global__ void sd_wait_gin(ncclDevComm dc, unsigned long long pmask, long long 
   return 0;
 }
 
-// Layer L of the compute into its staging rows on STREAM: the frozen cuBLAS
-// GEMM + RoPE, or (per_tile) the shared GEMM tile with the epilogue above,
-// which also moves the layer and raises its flag.
-static int compute_layer(struct wl_ctx *ctx, struct sd *u, long long l, unsigned long long ep,
-                         cudaStream_t stream) {
+// Layers [L, L + NL) of the compute into their staging rows on STREAM: the
+// frozen cuBLAS GEMM + RoPE (NL = 1), or (per_tile) the shared GEMM tile with
+// the epilogue above, which also moves each layer and raises its flag; NL > 1
+// is one batched launch of the tile v2 (tile_launch=all).
+static int compute_layers(struct wl_ctx *ctx, struct sd *u, long long l, long long nl,
+                          unsigned long long ep, cudaStream_t stream) {
   const struct kv_shape *s = &u->s;
   const long long n = 2 * s->W;
-  __nv_bfloat16 *out = (__nv_bfloat16 *)u->stage + (size_t)l * s->S * n;
 #if SD_PER_TILE
   // The v2 tile (wgmma + TMA, persistent): its math warps store the layer's
   // tile into staging, then apply RoPE and move it into the pages (tile_end).
@@ -455,22 +473,25 @@ static int compute_layer(struct wl_ctx *ctx, struct sd *u, long long l, unsigned
                    BN, s->HD);
   cuco_gemm::GemmArgs a{(const __nv_bfloat16 *)u->X,
                         (const __nv_bfloat16 *)u->W + (size_t)l * s->DM * n,
-                        s->DM, n, (int)s->S, (int)n, (int)s->DM, nullptr, 0, 0};
+                        s->DM, n, (int)s->S, (int)n, (int)s->DM, nullptr, (int)nl,
+                        s->DM * n};  // nl > 1: batch g multiplies by W of layer l + g
   SdTileEpi e;
-  e.stage = out, e.pool_win = u->pool_win, e.flag_win = u->flag_win;
+  e.stage = (__nv_bfloat16 *)u->stage, e.pool_win = u->pool_win, e.flag_win = u->flag_win;
   e.dst = u->dst, e.slot = u->slot, e.pos = u->core.pos_dev, e.rope = u->core.rope_tab;
   e.done = u->done, e.dmask = u->dmask, e.epoch = ep;
-  e.W = s->W, e.slab = (long long)kv_slab_elems(s), e.l = l, e.L = s->L;
+  e.W = s->W, e.slab = (long long)kv_slab_elems(s), e.l0 = l, e.L = s->L, e.S = s->S;
   e.hd = (int)s->HD, e.me = s->me;
   e.tiles = (int)(((s->S + BM - 1) / BM) * ((n + BN - 1) / BN));
   cudaError_t err = cuco_gemm::gemm_tile_v2_run(a, cuco_gemm::GemmNoWait{}, e,
                                                 cuco_gemm::GemmRasterSched<8>{}, 0, stream);
   if (err != cudaSuccess)
-    return rt_fail(ctx, "per_tile GEMM of layer %lld: %s", l, cudaGetErrorString(err));
+    return rt_fail(ctx, "per_tile GEMM of layers %lld..%lld: %s", l, l + nl - 1,
+                   cudaGetErrorString(err));
   (void)ep;
   return 0;
 #else
-  (void)ep;
+  (void)ep, (void)nl;
+  __nv_bfloat16 *out = (__nv_bfloat16 *)u->stage + (size_t)l * s->S * n;
   return kv_compute_layer(ctx, s, &u->core, u->X, u->W, l, out, stream);
 #endif
 }
@@ -483,7 +504,12 @@ static int step(struct wl_ctx *ctx, struct sd *u) {
   RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->fork, 0));
   if (s->is_prefill) {
     for (long long l = 0; l < s->L; l++) {
-      if (compute_layer(ctx, u, l, ep, st) != 0) return -1;
+#if SD_PER_TILE && SD_TILE_ALL
+      // every layer in one batched launch, enqueued at l = 0
+      if (l == 0 && compute_layers(ctx, u, 0, s->L, ep, st) != 0) return -1;
+#else
+      if (compute_layers(ctx, u, l, 1, ep, st) != 0) return -1;
+#endif
 #if CUCO_PLACEMENT == CUCO_PLACEMENT_SPLIT && SD_PULL
       if (ready(ctx, u, l, l + 1, ep, st) != 0) return -1;
 #elif CUCO_PLACEMENT == CUCO_PLACEMENT_SPLIT
