@@ -4,7 +4,6 @@
 # a printf at sd_wait's entry cures it at --vranks 2.  Which property of it?
 #   stk    sd_wait with a stack frame (a volatile local array), no printf
 #   pdead  a printf sd_wait never executes (the ELF's printf and frame only)
-#   nb     sd_wait spins with no __nanosleep (written as nb.cu, not run: time)
 # and the two pull variants the issue names, at 1 rank, every verify size:
 #   pull_split, tile_pull (they hung at verify before the launch reorder).
 # Carry ./cuco and .gpulibs/.  Writes diag6.txt.
@@ -14,25 +13,15 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/gpu/lib.sh"
 gpu_diag_env "$ROOT" diag6
 python3 - workloads/kv_transfer/seed.cu "$W" <<'PY'
-import re, sys
+import sys
 s, w = open(sys.argv[1]).read(), sys.argv[2]
-spin = "      while (f.load(cuda::memory_order_acquire) < epoch) __nanosleep(64);\n"
 ent = "  for (int p = 0; p < 64; p++) {\n    if (!(pmask >> p & 1)) continue;\n"
-assert spin in s and ent in s
+assert ent in s
 # the probes ask about the deferred push's hang (the seed is per_tile since 2026-12-02)
 s = s.replace(" placement=per_tile ", " placement=deferred ", 1)
 open(w + "/stk.cu", "w").write(s.replace(ent, "  volatile unsigned long long pad[8];\n"
     "  pad[threadIdx.x & 7] = epoch;\n  if (pad[(threadIdx.x + 1) & 7] == 12345ull) epoch++;\n" + ent, 1))
 open(w + "/pdead.cu", "w").write(s.replace(ent, '  if (epoch == ~0ull) printf("PROBE %llu\\n", epoch);\n' + ent, 1))
-open(w + "/nb.cu", "w").write(s.replace(spin, "      while (f.load(cuda::memory_order_acquire) < epoch) {}\n", 1))
-def variant(kv):
-    t = s
-    for k, v in kv.items():
-        t = re.sub(r"^(// CUCO-DIRECTIVES .*?) %s=\S*" % k, r"\1 %s=%s" % (k, v), t, count=1, flags=re.M)
-        t = re.sub(r"^// CUCO-PARAM %s=.*$" % k, "// CUCO-PARAM %s=%s" % (k, v), t, count=1, flags=re.M)
-    return t
-open(w + "/pull_split.cu", "w").write(variant({"placement": "split", "issuer": "warp", "chunk": "256KiB", "comm_ctas": "16", "direction": "pull"}))
-open(w + "/tile_pull.cu", "w").write(variant({"placement": "per_tile", "issuer": "warp", "comm_ctas": "16", "direction": "pull"}))
 PY
 # the seed itself (per_tile on the tile v2: the epilogue pushes) at 2 virtual ranks
 s=$(date +%s)

@@ -36,15 +36,6 @@ LOG=$OUT/harden_wl.log REC=$W/rec.jsonl
 : >"$REC"
 T0=$(date +%s)
 
-# size WL NAME: the shape string of a size in WL's workload.ini
-size_params() {
-  python3 - "workloads/$1/workload.ini" "$2" <<'PY'
-import configparser, sys
-c = configparser.ConfigParser(inline_comment_prefixes=(";",))
-c.read(sys.argv[1])
-print(c["sizes"][sys.argv[2]].strip())
-PY
-}
 bench_size() {
   local v
   v=$(eval echo "\${SIZE_$1:-}")
@@ -110,7 +101,8 @@ for wl in $HWLS; do
     continue
   }
   bs=$(bench_size "$wl") vs=$(verify_size "$wl")
-  bp=$(size_params "$wl" "$bs") vp=$(size_params "$wl" "$vs")
+  bp=$(gpu_size_params "workloads/$wl/workload.ini" "$bs")
+  vp=$(gpu_size_params "workloads/$wl/workload.ini" "$vs")
   BENCH=(--mode bench --iters 40 --min-time 0.05)
   # secret-steps: verify passes (every verify step is checked), the bench's
   # secret sample of timed steps catches the idle ones.

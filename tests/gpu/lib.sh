@@ -19,6 +19,9 @@
 #   gpu_cuco_env ROOT CACHE for the scripts that run ./cuco: gpu_nvls_off,
 #                           gpu_gpulibs, gpu_cuco_nccl_home, and exports
 #                           CUCO_CACHE_DIR (kept when set, else CACHE)
+#   gpu_variant SRC DST KVS DST = SRC with the directive / CUCO-PARAM values
+#                           "key=value ..." replaced (a candidate of the space)
+#   gpu_size_params INI NAME  the params of size NAME in the workload.ini INI
 #   gpu_eval_env ROOT       for the scripts that judge only through ./cuco eval:
 #                           gpu_script_dirs, gpu_cuco_env ROOT /tmp/cuco-cache,
 #                           32 hardware queues
@@ -117,6 +120,18 @@ gpu_cuco_env() {
   gpu_gpulibs "$1"
   gpu_cuco_nccl_home
   export CUCO_CACHE_DIR=${CUCO_CACHE_DIR:-$2}
+}
+gpu_variant() {  # SRC DST "key=value ...": SRC with those directive / CUCO-PARAM values
+  local src=$1 dst=$2 kv k v
+  cp "$src" "$dst"
+  for kv in $3; do  # cuco reads them from the first EVOLVE block's comment lines
+    k=${kv%%=*} v=${kv#*=}
+    sed -i -E -e "/^\/\/ CUCO-DIRECTIVES /s/ $k=[^ ]*/ $k=$v/" \
+      -e "s/^\/\/ CUCO-PARAM $k=.*/\/\/ CUCO-PARAM $k=$v/" "$dst"
+  done
+}
+gpu_size_params() {  # INI NAME: the KEY=VALUE params of size NAME in a workload.ini
+  sed -n "s/^$2 *= *//p" "$1" | head -1
 }
 gpu_eval_env() {  # ROOT: the scripts that judge only through ./cuco eval
   gpu_script_dirs

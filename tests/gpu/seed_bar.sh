@@ -4,7 +4,7 @@
 #   1. the variant verified on every verify size (with --perturb)
 #   2. cuco eval --impl all --json --sizes SIZES (baselines, the seed, vs_bar)
 #   3. the variant benched at SIZES (--json)
-#   4. HGMMA count in the variant's and the seed's objects (tensor cores)
+#   4. HGMMA count in the variant's object (tensor cores)
 #   WL=kv_transfer VARIANT="placement=deferred" SIZES=short,mid (defaults)
 #   WL=moe_dsv3 VARIANT="experts=cublas" SIZES=decode,prefill
 # Carry ./cuco and .gpulibs/.  $OUT: TAG.txt (table + verdicts),
@@ -18,17 +18,12 @@ WL=${WL:-kv_transfer}
 VARIANT=${VARIANT:-placement=deferred}
 SIZES=${SIZES:-short,mid}
 TAG=${TAG:-$WL}
-W=$(mktemp -d /tmp/cuco-kvt.XXXXXX)
+W=$(mktemp -d /tmp/cuco-seedbar.XXXXXX)
 T=$OUT/$TAG.txt LOG=$OUT/$TAG.log
 : >"$T"
 : >"$LOG"
 T0=$(date +%s)
-cp "workloads/$WL/seed.cu" "$W/tile.cu"
-for kv in $VARIANT; do  # a directive or a CUCO-PARAM of the seed's block
-  k=${kv%%=*} v=${kv#*=}
-  sed -i -E -e "/^\/\/ CUCO-DIRECTIVES /s/ $k=[^ ]*/ $k=$v/" \
-    -e "s/^\/\/ CUCO-PARAM $k=.*/\/\/ CUCO-PARAM $k=$v/" "$W/tile.cu"
-done
+gpu_variant "workloads/$WL/seed.cu" "$W/tile.cu" "$VARIANT"
 echo "variant: $VARIANT ($(grep -E '^// CUCO-(DIRECTIVES|PARAM)' "$W/tile.cu" | tr '\n' ' '))" >>"$T"
 step() {  # NAME TIMEOUT JSONOUT ARGS...
   local name=$1 to=$2 js=$3 s rc

@@ -11,8 +11,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
-gpu_script_dirs
-gpu_cuco_env "$ROOT" "/tmp/cuco-cache"
+gpu_eval_env "$ROOT"
 ./cuco doctor --json -o "$OUT/machine.json" >/dev/null 2>&1 || echo "cuco doctor failed: $(ldd ./cuco | grep 'not found')"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv >"$OUT/gpu.csv" 2>&1
 for p in ${PARTS:-kv kvall moe gemm}; do

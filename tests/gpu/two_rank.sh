@@ -51,12 +51,10 @@ done
   "${LIBS[@]}" >>"$BL" 2>&1 || echo "BUILD FAIL coll_sweep" >>"$BL") &
 wait
 nvcc -arch=sm_90 -o "$W/gemm_only" "$W"/*.o "${LIBS[@]}" >>"$BL" 2>&1 || echo "BUILD FAIL gemm_only link" >>"$BL"
-# KEY=VALUE params of a size from workload.ini
-size_params() { sed -n "s/^$1 *= *//p" $WL/workload.ini | head -1; }
 pval() { echo "$1" | tr ',' '\n' | sed -n "s/^$2=//p"; }
 AGB=()
 for s in $FULL; do
-  p=$(size_params "$s")
+  p=$(gpu_size_params "$WL/workload.ini" "$s")
   M=$(pval "$p" M) K=$(pval "$p" K) N=$(pval "$p" N)
   if [ -z "$M" ] || [ -z "$K" ] || [ -z "$N" ] || [ $((N % RANKS)) -ne 0 ]; then
     echo "size $s: cannot read M,K,N (or N % RANKS != 0) from workload.ini" | tee -a "$BL"; continue

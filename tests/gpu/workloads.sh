@@ -61,18 +61,6 @@ fi
 ./cuco doctor >>"$LOG" 2>&1
 ./cuco doctor --json -o "$OUT/machine.json" >/dev/null 2>&1
 
-# variant SRC DEST "key=value ..." : SRC with those directive / CUCO-PARAM
-# values replaced (the evaluator reads them from the first EVOLVE block).
-variant() {
-  local src=$1 dst=$2 kv k v
-  cp "$src" "$dst"
-  for kv in $3; do
-    k=${kv%%=*} v=${kv#*=}
-    sed -i -E -e "/^\/\/ CUCO-DIRECTIVES /s/ $k=[^ ]*/ $k=$v/" \
-      -e "s/^\/\/ CUCO-PARAM $k=.*/\/\/ CUCO-PARAM $k=$v/" "$dst"
-  done
-}
-
 # ev NAME WANT TIMEOUT ARGS... : one cuco eval.  WANT: ok (must pass) or
 # refuse:TEXT (must fail, its output naming TEXT).  One record line.
 ev() {
@@ -118,9 +106,9 @@ lane_moe_a() {
 lane_moe_b() {
   local V=$W/cand/moe r sz=v_t1,v_t33,v_one,v_mid
   mkdir -p "$V"
-  variant workloads/moe_dsv3/seed.cu "$V/c8_t256.cu" "comm_ctas=8 disp_threads=256"
-  variant workloads/moe_dsv3/seed.cu "$V/c24_t512.cu" "comm_ctas=24 disp_threads=512"
-  variant workloads/moe_dsv3/seed.cu "$V/c32_t1024.cu" "comm_ctas=32 disp_threads=1024"
+  gpu_variant workloads/moe_dsv3/seed.cu "$V/c8_t256.cu" "comm_ctas=8 disp_threads=256"
+  gpu_variant workloads/moe_dsv3/seed.cu "$V/c24_t512.cu" "comm_ctas=24 disp_threads=512"
+  gpu_variant workloads/moe_dsv3/seed.cu "$V/c32_t1024.cu" "comm_ctas=32 disp_threads=1024"
   ev moe_dsv3/paper@v2 ok 120 workloads/moe_dsv3 --candidate workloads/moe_dsv3/seed.cu \
     --vranks 2 --sizes paper_2,paper_5 --no-bench
   for r in 2 4 8; do
@@ -141,13 +129,13 @@ lane_moe_b() {
 lane_kv() {
   local V=$W/cand/kv n
   mkdir -p "$V"
-  variant workloads/kv_transfer/seed.cu "$V/pull.cu" "direction=pull"
-  variant workloads/kv_transfer/seed.cu "$V/pull_split.cu" \
+  gpu_variant workloads/kv_transfer/seed.cu "$V/pull.cu" "direction=pull"
+  gpu_variant workloads/kv_transfer/seed.cu "$V/pull_split.cu" \
     "placement=split issuer=warp chunk=256KiB comm_ctas=16 direction=pull"
-  variant workloads/kv_transfer/seed.cu "$V/tile.cu" "placement=per_tile"
-  variant workloads/kv_transfer/seed.cu "$V/tile_pull.cu" \
+  gpu_variant workloads/kv_transfer/seed.cu "$V/tile.cu" "placement=per_tile"
+  gpu_variant workloads/kv_transfer/seed.cu "$V/tile_pull.cu" \
     "placement=per_tile issuer=warp comm_ctas=16 direction=pull"
-  variant workloads/kv_transfer/seed.cu "$V/split_chunk.cu" \
+  gpu_variant workloads/kv_transfer/seed.cu "$V/split_chunk.cu" \
     "placement=split sync=per_chunk issuer=warp chunk=256KiB comm_ctas=16"
   link_checks kv_transfer
   for n in pull_split tile_pull pull tile split_chunk; do

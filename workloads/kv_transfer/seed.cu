@@ -487,7 +487,6 @@ static int compute_layers(struct wl_ctx *ctx, struct sd *u, long long l, long lo
   if (err != cudaSuccess)
     return rt_fail(ctx, "per_tile GEMM of layers %lld..%lld: %s", l, l + nl - 1,
                    cudaGetErrorString(err));
-  (void)ep;
   return 0;
 #else
   (void)ep, (void)nl;
