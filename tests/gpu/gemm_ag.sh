@@ -36,7 +36,7 @@ ONLY=${ONLY:-}
 
 gpu_nccl_home "$LOG"
 gpu_libnccl_link "$NCCL_HOME" "$W/lib"
-NV=(nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Iruntime -Iworkloads/gemm_allgather -I"$NCCL_HOME/include")
+NV=(nvcc "-gencode=arch=compute_90a,code=sm_90a" -std=c++17 -O3 -Iruntime -Iworkloads/gemm_allgather -I"$NCCL_HOME/include")
 WL=workloads/gemm_allgather
 
 # ---- build: runtime + reference once, each implementation beside it

@@ -181,7 +181,7 @@ gpu_nvcc_env() {
     export LD_LIBRARY_PATH="$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}"
   fi
   # sm_90a as cuco eval builds (src/toolchain.c): the seeds run the GEMM tile v2 (wgmma)
-  NV=("$NVCC" -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -lineinfo "${INC[@]}" "$@")
+  NV=("$NVCC" "-gencode=arch=compute_90a,code=sm_90a" -std=c++17 -O3 -lineinfo "${INC[@]}" "$@")
   rm -rf "$B"
   gpu_libnccl_link "$NCCL_DIR" "$B/lib"
   CUDA_LIB=${CUDA_LIB:-$(dirname "$(dirname "$NVCC")")/lib64}
