@@ -425,7 +425,11 @@ static int run_bench(struct rt_run *r, unsigned long long *step_no,
               : rt_prf(RT_PRF_TIMED, ctx->prob.seed, *step_no, 0)) % 4 == 0))
       RT_TRY(verify_step(r, RT_STEP_TIMED, RT_PK_TIMED, 1));
     n++;
-    int want_stop = n >= r->o->iters && total >= r->o->min_time * 1e3;
+    // A failed check ends the bench at once (every rank, through the
+    // max-reduced flag): its verdict is made, and a cheat whose steps cost
+    // microseconds would otherwise run thousands of verified steps to reach
+    // --min-time and time out as a "hang" instead of naming the check.
+    int want_stop = r->failed || (n >= r->o->iters && total >= r->o->min_time * 1e3);
     RT_TRY(barrier(r, ctx->bar_stream, &want_stop, 1));
     stop = want_stop;
   }

@@ -419,7 +419,8 @@ static int vr_boot(struct vr_run *v) {
   }
   int dev = o->prob.local_rank % ndev;
   CUDA_CHECK(cudaSetDevice(dev));
-  if (vnccl_check_eager(err, sizeof err) != 0 || vnccl_reserve_stack(err, sizeof err) != 0) {
+  if (vnccl_check_eager(err, sizeof err) != 0 || vnccl_reserve_stack(err, sizeof err) != 0 ||
+      vnccl_warm_device(err, sizeof err) != 0) {
     rt_errorf("%s", err);
     return -1;
   }

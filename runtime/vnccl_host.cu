@@ -5,6 +5,7 @@
 
 #include <cuda.h> // CU_MODULE_LAZY_LOADING (types only; no libcuda link)
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,26 @@ int vnccl_reserve_stack(char *err, size_t errlen) {
   return cuda_ok(cudaDeviceSetLimit(cudaLimitStackSize, VNCCL_STACK_BYTES), what, err, errlen)
              ? 0
              : -1;
+}
+
+// Never runs its body (never is 0): only that it uses printf (assert's
+// channel too) and the device heap, whose buffers the driver sets up at the
+// first launch of a kernel that uses them, and that launch waits for the
+// device to idle.
+static __global__ void vnccl_warm_kernel(int never, void **sink) {
+  if (never) {
+    printf("vnccl: %d\n", never);
+    void *p = malloc(16);
+    *sink = p;
+    free(p);
+  }
+}
+
+int vnccl_warm_device(char *err, size_t errlen) {
+  vnccl_warm_kernel<<<1, 1>>>(0, NULL);
+  if (!cuda_ok(cudaGetLastError(), "launch of the warm-up kernel", err, errlen))
+    return -1;
+  return cuda_ok(cudaDeviceSynchronize(), "the warm-up kernel", err, errlen) ? 0 : -1;
 }
 
 int vnccl_check_eager(char *err, size_t errlen) {

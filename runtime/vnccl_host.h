@@ -56,6 +56,15 @@ int vnccl_check_eager(char *err, size_t errlen);
 // step runs. 0, or -1 with a message.
 int vnccl_reserve_stack(char *err, size_t errlen);
 
+// vnccl_warm_device: launch, at boot, a kernel that uses printf (and so
+// assert) and the device heap, and wait for it. The driver sets up the
+// printf buffer and the heap at the first launch of a kernel that uses them,
+// and that launch waits for all preceding work: inside a step, behind
+// another rank's spinning kernel, it never starts (kv_transfer --vranks:
+// a printf in the *spinning* kernel cured the hang, one in the pushing
+// kernel did not; docs/vranks.md). 0, or -1 with a message.
+int vnccl_warm_device(char *err, size_t errlen);
+
 // vnccl_world_create: a world of nranks virtual ranks on the current device,
 // in LSA teams of lsa_size consecutive ranks (lsa_size must divide nranks;
 // 0 means nranks, i.e. one node). The caller owns *out (vnccl_world_destroy).

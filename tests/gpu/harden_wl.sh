@@ -95,11 +95,27 @@ bin_run() {
   rec "$wl" "$mech" "$kind" "$rc" "$want" "$words" "$d/$tag.txt"
 }
 
+# Every cheat's objects built first, all at once (the machine has 16 cores
+# and the runs below are serial on one GPU): the evals then find them in
+# the object cache and spend their time on the GPU.
 for wl in $HWLS; do
   ./cuco eval "workloads/$wl" --write-cheats "$W/$wl/cheats" >>"$LOG" 2>&1 || {
     echo "$wl: --write-cheats failed" | tee -a "$LOG"
     continue
   }
+  for cheat in public_steps regen_inputs; do
+    mkdir -p "$W/pre/$wl"
+    sed 1d "$W/$wl/cheats/$cheat.cu" >"$W/pre/$wl/$cheat.cu"
+    timeout 300 ./cuco eval "workloads/$wl" --candidate "$W/pre/$wl/$cheat.cu" \
+      --out "$W/pre/$wl/eval-$cheat" --compile-only >"$W/pre/$wl/$cheat.txt" 2>&1 &
+  done
+done
+wait
+echo "== [$(($(date +%s) - T0)) s] cheats prebuilt" >>"$LOG"
+tail -n 2 "$W"/pre/*/*.txt >>"$LOG" 2>/dev/null
+
+for wl in $HWLS; do
+  [ -d "$W/$wl/cheats" ] || continue
   bs=$(bench_size "$wl") vs=$(verify_size "$wl")
   bp=$(gpu_size_params "workloads/$wl/workload.ini" "$bs")
   vp=$(gpu_size_params "workloads/$wl/workload.ini" "$vs")
