@@ -8,14 +8,14 @@
 #     instead of naming timed-verify.
 #   - the kv and moe cheat suites (cuco eval --cheats) with the new seeds,
 #     and kv's pull/split and tile/pull variants at --vranks 2.
-# Each probe is one cuco eval; nothing starts after LIMIT seconds (520).
+# Each probe is one cuco eval; nothing starts after LIMIT seconds (470).
 # Carry build-gpu (run-all.sh makes ./cuco).  Writes diag7.txt.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
 gpu_diag_env "$ROOT" diag7
-LIMIT=${LIMIT:-520}
+LIMIT=${LIMIT:-470}
 # probe NAME CAP ARGS... : one cuco eval under CAP seconds, one line in $D
 probe() {
   local name=$1 cap=$2 s rc
@@ -39,9 +39,9 @@ gpu_variant $KV/seed.cu "$W/deferred.cu" "placement=deferred"
 gpu_variant $KV/seed.cu "$W/pull_split.cu" \
   "placement=split issuer=warp chunk=256KiB comm_ctas=16 direction=pull"
 gpu_variant $KV/seed.cu "$W/tile_pull.cu" "placement=per_tile issuer=warp comm_ctas=16 direction=pull"
-probe kv_seed_v2 90 $KV --vranks 2 --no-bench --timeout 30
 probe flash_public_steps 120 workloads/flash_attn_cp --candidate "$W/f_public_steps.cu" \
   --sizes mid --timeout 60
+probe kv_seed_v2 90 $KV --vranks 2 --no-bench --timeout 30
 probe kv_seed_v4 90 $KV --vranks 4 --no-bench --timeout 30
 probe kv_seed_v8 100 $KV --vranks 8 --no-bench --timeout 30
 probe kv_cheats 150 $KV --cheats --no-bench --timeout 40
