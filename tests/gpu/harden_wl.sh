@@ -21,7 +21,7 @@
 #   HWLS="kv_transfer moe_dsv3 flash_attn_cp" (default), SIZE_<wl>=NAME (the
 #   bench size, one whose output is over 2^24 elements; default kv short,
 #   moe prefill, flash mid).
-# $OUT: harden_wl.json (one row per run; per mechanism and workload whether
+# $OUT: harden_wl.jsonl (a row per run, as it ends), harden_wl.json (one row per run; per mechanism and workload whether
 # it is necessary), harden_wl.md (the table), harden_wl.log.  Exit 0 when
 # every mechanism was shown necessary.
 set -u
@@ -31,7 +31,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 gpu_eval_env "$ROOT"
 HWLS=${HWLS:-"kv_transfer moe_dsv3 flash_attn_cp"}
 W=$(mktemp -d /tmp/cuco-hwl.XXXXXX)
-LOG=$OUT/harden_wl.log REC=$W/rec.jsonl
+# in $OUT as each run ends: a call cut short still brings back every verdict so far
+LOG=$OUT/harden_wl.log REC=$OUT/harden_wl.jsonl
 : >"$LOG"
 : >"$REC"
 T0=$(date +%s)
