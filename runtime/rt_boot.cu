@@ -22,7 +22,7 @@ static int usage(const char *fmt, const char *arg) {
   fprintf(stderr, fmt, arg ? arg : "");
   fprintf(stderr,
           "\nusage: BIN --params K=V,... --mode verify|bench --out RESULT.json"
-          " [--size-name S] [--warmup N] [--iters N] [--min-time S] [--seed N]"
+          " [--size-name S] [--warmup N] [--iters N] [--min-time S] [--ci-stop REL] [--seed N]"
           " [--tol X] [--local-tol X] [--block-tol X] [--machine M.json] [--vranks R]"
           " [--perturb] [--pace-ms P] [--secret-fd FD] [--skip-check NAME (tests only)]"
           " [--rank R --nranks N --local-rank L] [--id-file P]\n");
@@ -112,6 +112,7 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
   o->warmup = -1;
   o->iters = 20;
   o->min_time = 1.0;
+  o->ci_stop = 0.005;
   o->tol = 2e-2;
   o->local_tol = -1;
   o->block_tol = -1;
@@ -160,11 +161,12 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
       else o->prob.seed = (unsigned long long)x;
     } else if (!strcmp(a, "--min-time") || !strcmp(a, "--tol") ||
                !strcmp(a, "--local-tol") || !strcmp(a, "--block-tol") ||
-               !strcmp(a, "--pace-ms")) {
+               !strcmp(a, "--pace-ms") || !strcmp(a, "--ci-stop")) {
       NEED();
       if (parse_d(v, &d) || d < 0 || d > 1e6) return usage("bad number '%s'", v);
       if (!strcmp(a, "--min-time")) o->min_time = d;
       else if (!strcmp(a, "--pace-ms")) o->pace_ms = d;
+      else if (!strcmp(a, "--ci-stop")) o->ci_stop = d;
       else if (!strcmp(a, "--tol")) o->tol = d;
       else if (!strcmp(a, "--block-tol")) o->block_tol = d;
       else o->local_tol = d;

@@ -173,6 +173,11 @@ struct rt_opts {
   int mode, warmup, iters, perturb, vranks, skip;
   double min_time, tol, local_tol, block_tol;
   double pace_ms;  // bench: a step starts >= pace_ms after the last one started
+  // bench: stop once the median's 95% interval is within +-ci_stop of it
+  // (relative; 0: off), after >= RT_CI_MIN_STEPS timed steps and --iters.
+  // Sub-millisecond steps otherwise run up to 2000 verified steps to reach
+  // --min-time, most of the bench's wall time (issue 26).
+  double ci_stop;
   const char *out, *machine, *id_file, *impl, *workload;
   int secret_fd;   // --secret-fd N (-1: draw the secret here)
   char params_text[512];

@@ -302,6 +302,7 @@ struct timing {
   int steps;
   double median, p10, p90, lo, hi, mean, host_median;
   double samples[RT_MAX_SAMPLES];
+  const char *stop;  // why the timed steps ended: min_time, ci, max_samples, failed
   // speed-of-light (docs/contracts.md 4e): have = the reference declared work
   int have_bound;
   struct wl_work work;
@@ -384,6 +385,31 @@ static void pace(const struct rt_opts *o, double *last) {
   *last = rt_now_ms();
 }
 
+// Order-statistics 95% interval of the median: ranks n/2 -+ 0.98 sqrt(n)
+// of the sorted samples (the same as the timing section's ci95).
+static void median_ci(const double *sorted, int n, double *lo, double *hi) {
+  int a = (int)floor(n / 2.0 - 0.98 * sqrt((double)n));
+  int b = (int)ceil(n / 2.0 + 0.98 * sqrt((double)n));
+  *lo = sorted[a < 0 ? 0 : a];
+  *hi = sorted[b > n - 1 ? n - 1 : b];
+}
+
+// Is the median of the first N step times known to +-REL (95%)?  Checked
+// every 16 steps from RT_CI_MIN_STEPS on: a cheap sort, and enough steps
+// that a candidate skipping work on unverified steps still meets many
+// secretly verified ones (bench sizes above 16 Mi elements verify a
+// quarter; a median moved by skipped steps needs over half of them).
+#define RT_CI_MIN_STEPS 64
+static int ci_tight(const float *ev, int n, double rel) {
+  static double s[RT_MAX_SAMPLES];
+  if (rel <= 0 || n < RT_CI_MIN_STEPS || n % 16) return 0;
+  for (int i = 0; i < n; i++) s[i] = ev[i];
+  qsort(s, n, sizeof(double), cmp_double);
+  double lo, hi, med = pct(s, n, 0.5);
+  median_ci(s, n, &lo, &hi);
+  return med > 0 && (hi - lo) / 2 <= rel * med;
+}
+
 static int run_bench(struct rt_run *r, unsigned long long *step_no,
                      struct timing *tm) {
   struct wl_ctx *ctx = r->ctx;
@@ -429,9 +455,20 @@ static int run_bench(struct rt_run *r, unsigned long long *step_no,
     // max-reduced flag): its verdict is made, and a cheat whose steps cost
     // microseconds would otherwise run thousands of verified steps to reach
     // --min-time and time out as a "hang" instead of naming the check.
-    int want_stop = r->failed || (n >= r->o->iters && total >= r->o->min_time * 1e3);
+    int want_stop = 0;
+    if (r->failed) {
+      want_stop = 1, tm->stop = "failed";
+    } else if (n >= r->o->iters && total >= r->o->min_time * 1e3) {
+      want_stop = 1, tm->stop = "min_time";
+    } else if (n >= r->o->iters && ci_tight(ev, n, r->o->ci_stop)) {
+      want_stop = 1, tm->stop = "ci";
+    } else if (n >= RT_MAX_SAMPLES) {
+      tm->stop = "max_samples";
+    }
+    int mine = want_stop;
     RT_TRY(barrier(r, ctx->bar_stream, &want_stop, 1));
     stop = want_stop;
+    if (stop && !mine) tm->stop = "peer";  // another rank's reason
   }
   // Slowest rank per step.
   float *dev = NULL;
@@ -460,11 +497,7 @@ static int run_bench(struct rt_run *r, unsigned long long *step_no,
   tm->p90 = pct(sorted, n, 0.9);
   tm->mean = sum / n;
   tm->host_median = pct(hs, n, 0.5);
-  // 95% CI of the median by order statistics: ranks n/2 -+ 0.98 sqrt(n).
-  int lo = (int)floor(n / 2.0 - 0.98 * sqrt((double)n));
-  int hi = (int)ceil(n / 2.0 + 0.98 * sqrt((double)n));
-  tm->lo = sorted[lo < 0 ? 0 : lo];
-  tm->hi = sorted[hi > n - 1 ? n - 1 : hi];
+  median_ci(sorted, n, &tm->lo, &tm->hi);
   qsort(gaps, n, sizeof(double), cmp_double);
   host_clock_check(r, RT_STEP_TIMED, tm->median, pct(gaps, n, 0.5));
   sol_check(r, tm);
@@ -484,9 +517,9 @@ static void write_timing(FILE *f, const void *arg) {
     fprintf(f, ",\n \"timing\": {\"warmup\": %d, \"steps\": %d, \"median_ms\": %.6g,"
                " \"p10_ms\": %.6g, \"p90_ms\": %.6g, \"ci95_lo_ms\": %.6g,"
                " \"ci95_hi_ms\": %.6g, \"mean_ms\": %.6g, \"host_median_ms\": %.6g,"
-               " \"pace_ms\": %g, \"samples_ms\": [",
+               " \"pace_ms\": %g, \"ci_stop\": %g, \"stop\": \"%s\", \"samples_ms\": [",
             o->warmup, tm->steps, tm->median, tm->p10, tm->p90, tm->lo, tm->hi,
-            tm->mean, tm->host_median, o->pace_ms);
+            tm->mean, tm->host_median, o->pace_ms, o->ci_stop, tm->stop ? tm->stop : "?");
     for (int i = 0; i < tm->steps; i++)
       fprintf(f, "%s%.6g", i ? ", " : "", tm->samples[i]);
     fprintf(f, "]}");
