@@ -251,6 +251,7 @@ static int run_tool(const struct build_opts *bo, const struct argv_b *a,
   o.argv = a->v;
   o.envp = (const char *const *)env;
   o.timeout_s = timeout > 0 ? timeout : 300;
+  o.nice = bo->nice;
   o.out_max = BUILD_LOG_MAX;
   o.err_max = BUILD_LOG_MAX;
   (void)buf_puts(log, "$");

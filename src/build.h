@@ -41,6 +41,7 @@ struct build_opts {
   const char *out_bin;   /* binary to write */
   const char *cache_dir; /* created when missing */
   double timeout_s;      /* per compiler run; <= 0: 300 */
+  int nice;              /* > 0: compilers run at this nice value */
   /* freeform only: placeholder values for the build template */
   const char *work_dir;
 };

@@ -111,6 +111,7 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
   bo.cache_dir = x->cache_dir;
   bo.timeout_s = o->build_timeout_s > 0 ? o->build_timeout_s : 300;
   bo.work_dir = x->work_dir;
+  bo.nice = o->build_nice;
   rc = build_run(&bo, &br, &be);
   r->build_s = br.wall_s;
   ncomp = br.compiled;
@@ -635,7 +636,7 @@ int eval_candidate(const struct eval_opts *o, const char *code,
 {
   struct eval_ctx *x = calloc(1, sizeof(*x));
   struct directive_set d;
-  int rc;
+  int rc, locked = 0;
 
   memset(r, 0, sizeof(*r));
   r->hang_rank = -1;
@@ -670,6 +671,12 @@ int eval_candidate(const struct eval_opts *o, const char *code,
     r->status = EVAL_STATUS_OK;
     goto out;
   }
+  if (o->run_lock) {
+    double t0 = eval_now();
+    pthread_mutex_lock(o->run_lock);
+    locked = 1;
+    r->wait_s = eval_now() - t0;
+  }
   r->stage = EVAL_STAGE_VERIFY;
   rc = stage_runs(o, x, x->vsizes, x->nv, "verify", r, e);
   if (rc)
@@ -694,6 +701,8 @@ out_verdict:
   if (rc > 0)
     rc = 0; /* the candidate failed; the evaluation itself worked */
 out:
+  if (locked)
+    pthread_mutex_unlock(o->run_lock);
   if (x->temp)
     file_rmtree(x->work_dir);
   free(x);
@@ -742,5 +751,6 @@ json_t *eval_result_json(const struct eval_result *r)
   json_object_set_new(o, "build_s", json_real(r->build_s));
   json_object_set_new(o, "verify_s", json_real(r->verify_s));
   json_object_set_new(o, "bench_s", json_real(r->bench_s));
+  json_object_set_new(o, "wait_s", json_real(r->wait_s));
   return o;
 }

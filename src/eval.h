@@ -21,6 +21,7 @@
 #define CUCO_EVAL_H
 
 #include <jansson.h>
+#include <pthread.h>
 
 #include "err.h"
 
@@ -103,6 +104,13 @@ struct eval_opts {
   /* NULL or local: ranks are our children; else mpirun/srun (launcher.h),
    * freeform runs too */
   const struct launcher *launcher;
+  /* NULL, or a lock held from the first run of the binary to the end of
+   * its bench: evaluations that share a GPU group take turns there, while
+   * the static checks and build of one overlap the other's runs (evolve's
+   * build-ahead workers, docs/evolve.md) */
+  pthread_mutex_t *run_lock;
+  int build_nice; /* > 0: the compilers run at this nice value, so that a
+                     build beside a timed run takes CPU only it leaves */
 };
 
 #define EVAL_LOG_MAX (64u * 1024u)
@@ -123,6 +131,7 @@ struct eval_result {
                               width / median) */
   double score;            /* 1000 / median_ms: higher is better */
   double build_s, verify_s, bench_s; /* wall time per stage */
+  double wait_s; /* waited for eval_opts.run_lock (another's runs) */
   int protocol_test; /* vranks run: times are not performance */
   /* a run was killed while cuco was stopping (e.g. its Slurm allocation
    * ended): no verdict on the code */

@@ -57,6 +57,9 @@ int evolve_opts_init(struct evolve_opts *o, const struct config *cfg,
   if (config_get_long(cfg, "evolve", "slots", 0, 0, EVOLVE_MAX_SLOTS, &v, e))
     return e->code;
   o->slots = (int)v;
+  if (config_get_long(cfg, "evolve", "build_ahead", -1, -1, 2, &v, e))
+    return e->code;
+  o->build_ahead = (int)v;
   if (config_get_long(cfg, "evolve", "confirm", 2, 0, 6, &v, e))
     return e->code;
   o->confirm = (int)v;
@@ -646,6 +649,18 @@ static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
   }
   if (s->nslots > EVOLVE_MAX_SLOTS)
     s->nslots = EVOLVE_MAX_SLOTS;
+  {
+    /* build-ahead: a second worker per slot checks and compiles the next
+     * candidate while the slot's GPUs run this one (search_evaluate takes
+     * the slot's run lock from verify to the end of the bench); a GPU
+     * otherwise idles through every build */
+    int ahead = s->o.build_ahead >= 0 ? s->o.build_ahead
+                : s->wl.kind == WORKLOAD_RUNTIME ? 1
+                                                 : 0;
+    s->nworkers = s->nslots * (1 + ahead);
+    if (s->nworkers > EVOLVE_MAX_WORKERS)
+      s->nworkers = EVOLVE_MAX_WORKERS;
+  }
   return prepare_launcher(s, ctx, per, e);
 }
 
@@ -708,11 +723,17 @@ static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
   }
   select_rng_seed(&s->rng, (uint64_t)s->o.seed * 1000003u + s->nm);
   s->total = s->o.islands * s->o.generations + 1; /* + the seed */
-  printf("cuco evolve %s: %d islands x %d generations, %d evaluation "
-         "slot%s, proposer: %s; out %s\n",
-         s->wl.name, s->o.islands, s->o.generations, s->nslots,
-         s->nslots == 1 ? "" : "s", s->use_llm ? s->run.llm : "offline tuner",
-         s->o.out_dir);
+  {
+    char ahead[64] = "";
+    if (s->nworkers > s->nslots)
+      snprintf(ahead, sizeof(ahead), " (+%d building ahead)",
+               s->nworkers - s->nslots);
+    printf("cuco evolve %s: %d islands x %d generations, %d evaluation "
+           "slot%s%s, proposer: %s; out %s\n",
+           s->wl.name, s->o.islands, s->o.generations, s->nslots,
+           s->nslots == 1 ? "" : "s", ahead,
+           s->use_llm ? s->run.llm : "offline tuner", s->o.out_dir);
+  }
   fflush(stdout);
   if (s->o.resume && s->run.status && !strcmp(s->run.status, "done") &&
       run_complete(s)) {
@@ -775,6 +796,8 @@ static void evolve_free(struct evolve *s)
   llm_pool_free(s->pool);
   json_decref(s->machine);
   pthread_mutex_destroy(&s->mu);
+  for (k = 0; k < EVOLVE_MAX_SLOTS; k++)
+    pthread_mutex_destroy(&s->run_mu[k]);
 }
 
 static int parse_number(struct cmd_ctx *ctx, const char *flag, const char *v,
@@ -817,6 +840,8 @@ int cmd_evolve(struct cmd_ctx *ctx, int argc, char **argv)
     return CMD_FAIL;
   }
   pthread_mutex_init(&s->mu, NULL);
+  for (int k = 0; k < EVOLVE_MAX_SLOTS; k++)
+    pthread_mutex_init(&s->run_mu[k], NULL);
   if (evolve_opts_init(&s->o, ctx->cfg, &e)) {
     fprintf(stderr, "cuco evolve: %s\n", e.msg);
     goto out;

@@ -15,6 +15,7 @@
 
 #define EVOLVE_MAX_ISLANDS 16
 #define EVOLVE_MAX_SLOTS   16
+#define EVOLVE_MAX_WORKERS (3 * EVOLVE_MAX_SLOTS) /* slots x (1 + build_ahead <= 2) */
 
 /* Options; defaults in evolve_opts_init (docs/evolve.md says why). */
 struct evolve_opts {
@@ -30,6 +31,10 @@ struct evolve_opts {
   int ranks, vranks;
   unsigned long seed;
   int slots; /* evaluation slots; 0 = one per GPU group (runtime) or 1 */
+  /* [evolve] build_ahead: workers per slot beyond the first, that check
+   * and build their candidate while the slot's GPUs run another's (its
+   * runs wait for the slot); -1 = 1 for runtime workloads, 0 freeform */
+  int build_ahead;
   const char *sizes;    /* --sizes LIST for every evaluation; NULL = sets */
   const char *launcher; /* --launcher NAME; NULL = [launch] launcher */
   int executor_slurm;   /* [evolve] executor = slurm / --executor slurm:

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -227,6 +228,7 @@ struct sup {
   int out_w, err_w, rep_w;
   pid_t parent;
   int classify; /* count escapes (not under bwrap: its --new-session) */
+  int nice;     /* > 0: setpriority before exec (proc_opts.nice) */
 };
 
 #define SUP_SEEN_MAX 512
@@ -519,6 +521,9 @@ sup_leader(const struct sup *s, int exec_w)
     goto fail;
   if (s->cwd && chdir(s->cwd))
     goto fail;
+  /* best effort: a lower priority is always allowed */
+  if (s->nice > 0)
+    (void)setpriority(PRIO_PROCESS, 0, s->nice);
   /* The rest close at exec (exec_w is O_CLOEXEC already). */
   (void)syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
   execve(s->exe, s->argv, s->envp);
@@ -869,6 +874,7 @@ int proc_run(const struct proc_opts *o, struct proc_result *res, struct err *e)
   }
   sp.envp = (char *const *)envp;
   sp.cwd = o->cwd;
+  sp.nice = o->nice;
   sp.stdin_path = o->stdin_path;
   rc = supervise(o, &sp, res, e);
   sandbox_argv_free(wrapped);

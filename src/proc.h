@@ -43,6 +43,8 @@ struct proc_opts {
   const char *stdin_data;     /* NULL, or bytes (at most 4 KiB) the child
                                  reads from its stdin through a pipe, then
                                  EOF; overrides stdin_path */
+  int nice;                   /* > 0: the child runs at this nice value
+                                 (a build beside another's timed run) */
 };
 
 enum proc_sandbox {

@@ -739,14 +739,15 @@ static void *worker_main(void *arg)
 
 int search_run(struct evolve *s, struct err *e)
 {
-  struct worker w[EVOLVE_MAX_SLOTS];
-  pthread_t th[EVOLVE_MAX_SLOTS];
-  int i, n = s->nslots > 0 ? s->nslots : 1, started = 0, rc = 0;
+  struct worker w[EVOLVE_MAX_WORKERS];
+  pthread_t th[EVOLVE_MAX_WORKERS];
+  int ns = s->nslots > 0 ? s->nslots : 1;
+  int i, n = s->nworkers > ns ? s->nworkers : ns, started = 0, rc = 0;
 
   for (i = 0; i < n; i++) {
     memset(&w[i], 0, sizeof(w[i]));
     w[i].s = s;
-    w[i].slot = i;
+    w[i].slot = i % ns;
   }
   if (n == 1) {
     worker_main(&w[0]);

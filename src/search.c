@@ -468,6 +468,10 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
   eo.machine = s->machine;
   eo.seed = s->o.seed ? s->o.seed : 1234;
   eo.launcher = &s->launcher;
+  if (s->nworkers > s->nslots) {
+    eo.run_lock = &s->run_mu[slot];
+    eo.build_nice = 10;
+  }
   rc = eval_candidate(&eo, code, &r, e);
   if (!rc && search_noise_watch(s, &eo, code, &r, note, sizeof(note))) {
     pthread_mutex_lock(&s->mu);

@@ -62,6 +62,9 @@ struct evolve {
   int64_t *queue; /* unfinished rows to evaluate first (resume) */
   size_t nqueue;
   int nslots;
+  int nworkers; /* nslots * (1 + build_ahead): worker i uses slot i % nslots */
+  pthread_mutex_t run_mu[EVOLVE_MAX_SLOTS]; /* a slot's GPUs, from verify
+                                               to the end of the bench */
   char gpus[EVOLVE_MAX_SLOTS][64];
   struct launcher launcher; /* how each run's ranks start */
   int total;                /* candidates planned: islands * generations */
