@@ -75,6 +75,11 @@ $(BUILD)/tests/test_sol: tests/unit/test_sol.c runtime/rt_sol.h runtime/runtime.
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -Iruntime -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
 
+# The runtime's phase accounting (plain C header, issue 26).
+$(BUILD)/tests/test_phase: tests/unit/test_phase.c runtime/rt_phase.h $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -Iruntime -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
+
 $(BUILD)/tests/%: tests/unit/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)

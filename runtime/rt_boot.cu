@@ -1,6 +1,6 @@
 // runtime/rt_boot.cu - command line (docs/contracts.md section 4), rank
 // discovery, NCCL bootstrap through an id file or NCCL_COMM_ID, progress
-// files and small JSON helpers.
+// files with the time per phase, and small JSON helpers.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "rt_internal.cuh"
+#include "rt_phase.h"
 
 double rt_now_ms(void) {
   struct timespec ts;
@@ -226,8 +227,21 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
   return 0;
 }
 
+// The phase accounting of this process (rt_phase.h).  Global because
+// rt_progress, the one place every stage change passes through in both
+// main paths, takes only the options.
+static struct rt_phases g_phases;
+static int g_phases_started;
+
 void rt_progress(const struct rt_opts *o, const char *stage) {
   char path[4096], tmp[4200];
+  if (!g_phases_started) {
+    double ms;
+    rt_phases_init(&g_phases);
+    if (rt_phase_since_start_ms(&ms) == 0) rt_phases_add(&g_phases, "start", ms);
+    g_phases_started = 1;
+  }
+  rt_phases_mark(&g_phases, stage, rt_now_ms());
   if (snprintf(path, sizeof path, "%s.rank%d.progress", o->out, o->prob.rank) >=
       (int)sizeof path)
     return;
@@ -236,6 +250,14 @@ void rt_progress(const struct rt_opts *o, const char *stage) {
   if (!f) return;
   fprintf(f, "%s\n", stage);
   if (fclose(f) == 0) rename(tmp, path);
+}
+
+void rt_phase_move(const char *cls, double t0_ms) {
+  if (g_phases_started) rt_phases_move(&g_phases, cls, rt_now_ms() - t0_ms);
+}
+
+void rt_phases_write(FILE *f) {
+  if (g_phases_started) rt_phases_json(&g_phases, f, rt_now_ms());
 }
 
 // Rank 0 writes the unique id atomically; the others poll with a timeout.

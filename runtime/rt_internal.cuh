@@ -189,8 +189,21 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *opts);
 // Check NCCL version and NVLS env, create the communicator on the device of
 // the local rank.  0 or -1 (rt_last_error).
 int rt_boot_nccl(struct rt_opts *opts, struct wl_ctx *ctx);
-// Write "<out>.rank<R>.progress" atomically with STAGE.
+// Write "<out>.rank<R>.progress" atomically with STAGE, and start the
+// next phase: the time since the previous call goes to that call's class
+// (the stage's leading letters, runtime/rt_phase.h).  The first call also
+// records "start", the time from the process's start to it.
 void rt_progress(const struct rt_opts *opts, const char *stage);
+// Phase accounting (issue 26: where does cuco eval's minute per candidate
+// go?).  Shared here because the time of interest is split across units:
+// rt_main.cu and rt_vranks.cu move the judging of outputs (the lazily
+// computed reference included) out of "verify"/"perturb"/"timed" into its
+// own class, and rt_judge.cu's RESULT.json carries the totals.
+// Move the time since T0_MS (rt_now_ms) from the current phase to CLS.
+void rt_phase_move(const char *cls, double t0_ms);
+// Print ',\n "phases_ms": {...}' (this rank's classes so far, the current
+// one up to now) to F; nothing before the first rt_progress.
+void rt_phases_write(FILE *f);
 // Print S as a JSON string literal to F.
 void rt_json_str(FILE *f, const char *s);
 // Copy the --machine file into F as a JSON value ("null" if unusable).
@@ -238,7 +251,8 @@ struct rt_check {
 // Write O->out atomically (a temp file renamed): the head (workload, impl,
 // params, size, NRANKS, VRANKS, protocol_test = VRANKS > 0, STATUS, ERROR,
 // replay), the N checks, then what TAIL(F, ARG) prints (",\n \"timing\": ..."
-// sections; TAIL may be NULL), then the machine.  Errors go to stderr.
+// sections; TAIL may be NULL), the writing rank's phases_ms, then the
+// machine.  Errors go to stderr.
 void rt_result_write(const struct rt_opts *o, int nranks, int vranks, const char *status,
                      const char *error, const struct rt_check *checks, int n,
                      void (*tail)(FILE *f, const void *arg), const void *arg);

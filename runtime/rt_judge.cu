@@ -221,6 +221,7 @@ void rt_result_write(const struct rt_opts *o, int nranks, int vranks, const char
   }
   fprintf(f, "]}");
   if (tail) tail(f, arg);
+  rt_phases_write(f);
   fprintf(f, ",\n \"machine\": ");
   rt_json_machine(f, o->machine);
   fprintf(f, "}\n");

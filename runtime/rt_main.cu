@@ -260,7 +260,10 @@ static int verify_step(struct rt_run *r, int kind, int pk, long long sample) {
     struct rt_buf *b = &ctx->bufs[i];
     if (b->kind != RT_OUTPUT) continue;
     struct rt_judgement j;
-    RT_TRY(rt_judge_output(ctx, b, r->o, sample, prefix, &j));
+    double j0 = rt_now_ms();
+    int jrc = rt_judge_output(ctx, b, r->o, sample, prefix, &j);
+    rt_phase_move("judge", j0);
+    RT_TRY(jrc);
     struct rt_check *c = new_check(r, kind, b->name);
     if (j.rel > c->rel_l2 || j.rel != j.rel) c->rel_l2 = j.rel;
     if (j.row > c->row_rel) c->row_rel = j.row;
@@ -608,6 +611,7 @@ int main(int argc, char **argv) {
     goto out;
   }
 #endif
+  rt_progress(&o, "boot");
   if (rt_boot_nccl(&o, ctx) != 0) goto out;
   if (cudaMalloc((void **)&r.bar_dev, 64) != cudaSuccess ||
       cudaMalloc((void **)&r.hash_dev, sizeof(unsigned long long) * 2 * RT_MAX_BUFS) !=

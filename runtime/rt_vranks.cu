@@ -369,7 +369,10 @@ static int vr_verify(struct vr_run *v, int kind, int pk) {
       struct rt_buf *b = &ctx->bufs[i];
       if (b->kind != RT_OUTPUT) continue;
       struct rt_judgement j;
-      if (rt_judge_output(ctx, b, v->o, 1, prefix, &j) != 0) {
+      double j0 = rt_now_ms();
+      int jrc = rt_judge_output(ctx, b, v->o, 1, prefix, &j);
+      rt_phase_move("judge", j0);
+      if (jrc != 0) {
         char e[RT_ERR_MAX];
         snprintf(e, sizeof e, "%s", rt_last_error);
         rt_errorf("virtual rank %d: %s", r, e);
@@ -503,7 +506,7 @@ int rt_vranks_main(struct rt_opts *o) {
   v.o = o;
   const char *status = "error";
   int code = 4, setup_done = 0;
-  rt_progress(o, "init");
+  rt_progress(o, "boot");
   if (vr_boot(&v) != 0) goto out;
   rt_progress(o, "setup");
   if (vr_setup(&v) != 0) goto out;

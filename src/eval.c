@@ -293,6 +293,7 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   const char *status;
   char secret[40], replay[96] = "";
   int na = 0, rc;
+  double t0;
 
   /* The per-run secret reaches every rank on its stdin (never argv, env
    * or a file): given (a replay) or fresh for this run. */
@@ -368,8 +369,14 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   lo.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
   lo.stdin_data = secret;
   lo.launcher = o->launcher;
+  t0 = eval_now();
   rc = launch_run(&lo, &lr, e);
   memset(secret, 0, sizeof(secret));
+  /* Launch to exit as cuco saw it (ms), beside the rank's phases_ms: the
+   * difference is what no phase covers (spawn, NCCL teardown, exit). */
+  if (json_is_object(lr.result))
+    json_object_set_new(lr.result, "wall_ms",
+                        json_real(round((eval_now() - t0) * 1e4) / 10));
   if (lr.interrupted)
     r->interrupted = 1;
   if (rc == 0 && lr.result)
@@ -432,9 +439,9 @@ static json_t *slim(json_t *res)
 {
   json_t *o = json_object();
   static const char *const keep[] = {
-      "params", "size",   "nranks", "vranks", "protocol_test",
-      "mode",   "status", "error",  "verify", "timing",
-      "bound",  "replay", NULL};
+      "params", "size",   "nranks",    "vranks",  "protocol_test",
+      "mode",   "status", "error",     "verify",  "timing",
+      "bound",  "replay", "phases_ms", "wall_ms", NULL};
   int i;
 
   for (i = 0; keep[i]; i++) {

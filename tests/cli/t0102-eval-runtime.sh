@@ -79,11 +79,18 @@ assert r["median_ms"] > 0 and r["score"] > 0
 assert r["directives"]["chunk_bytes"] == 65536
 assert set(r["metrics"]["verify"]) == {"small", "odd"}
 assert r["metrics"]["bench"]["full"]["timing"]["steps"] == 20
+# issue 26: each run's launch-to-exit time and the rank's phases
+for mode, size in (("verify", "small"), ("verify", "odd"), ("bench", "full")):
+    x = r["metrics"][mode][size]
+    assert x["wall_ms"] > 0, (mode, size, x)
+    assert set(x["phases_ms"]) >= {"init", "setup"}, (mode, size, x)
+assert "timed" in r["metrics"]["bench"]["full"]["phases_ms"]
+assert res["phases_ms"]["timed"] >= 0 and "wall_ms" not in res
 assert res["nranks"] == 2 and res["mode"] == "bench" and res["impl"] == "seed.cu"
 assert "gpus" in m
 PY
-then ok "result json: stages, metrics per size, machine written"
-else not_ok "result json: stages, metrics per size, machine written" "$(head -c 600 "$TMP/seed.json")"; fi
+then ok "result json: stages, metrics per size (wall_ms, phases_ms), machine written"
+else not_ok "result json: stages, metrics per size (wall_ms, phases_ms), machine written" "$(head -c 600 "$TMP/seed.json")"; fi
 expect_rc "explicit shape runs" 0 "$CUCO" eval "$WL" --sizes N=77 --no-bench
 expect_rc "cheat suite on the real cascade" 0 "$CUCO" eval "$WL" --cheats --ranks 2 --timeout 3
 expect_grep "hang names rank 1" "$TMP/out" "hang_rank1.cu: rejected at verify as expected \(verify: size small: hang: timed out after 3 s; rank 1 did not finish"
