@@ -48,6 +48,85 @@ static int parse_d(const char *s, double *out) {
   return 0;
 }
 
+static int parse_params(const char *text, struct wl_problem *p);
+
+// --plan FILE (rt_opts.plan): one size a line, "NAME PARAMS TOL LTOL BTOL".
+static struct rt_plan_size g_plan[RT_PLAN_MAX];
+static double g_cli_tol[3];
+static int read_plan(const char *path, struct rt_opts *o) {
+  FILE *f = fopen(path, "r");
+  char line[1024];
+  int n = 0, ln = 0;
+  if (!f) {
+    usage("--plan: cannot open %s", path);
+    return -1;
+  }
+  while (fgets(line, sizeof line, f)) {
+    char name[64], params[600], t[3][32];
+    ln++;
+    if (line[0] == '\n' || line[0] == '#') continue;
+    if (n >= RT_PLAN_MAX || sscanf(line, "%63s %599s %31s %31s %31s", name, params, t[0], t[1],
+                                   t[2]) != 5 ||
+        strlen(name) >= WL_NAME_MAX || strlen(params) >= sizeof g_plan[n].params) {
+      fclose(f);
+      fprintf(stderr, "usage error: --plan %s:%d: want NAME PARAMS TOL LTOL BTOL (at most %d "
+              "sizes)\n", path, ln, RT_PLAN_MAX);
+      return -1;
+    }
+    struct wl_problem probe;
+    memset(&probe, 0, sizeof probe);
+    double *tv[3] = {&g_plan[n].tol, &g_plan[n].local_tol, &g_plan[n].block_tol};
+    for (int k = 0; k < 3; k++) {
+      *tv[k] = -1;
+      if (strcmp(t[k], "-") && (parse_d(t[k], tv[k]) || *tv[k] < 0)) {
+        fclose(f);
+        fprintf(stderr, "usage error: --plan %s:%d: bad tolerance '%s'\n", path, ln, t[k]);
+        return -1;
+      }
+    }
+    if (parse_params(params, &probe)) {
+      fclose(f);
+      fprintf(stderr, "usage error: --plan %s:%d: bad params '%s'\n", path, ln, params);
+      return -1;
+    }
+    snprintf(g_plan[n].name, sizeof g_plan[n].name, "%s", name);
+    snprintf(g_plan[n].params, sizeof g_plan[n].params, "%s", params);
+    n++;
+  }
+  fclose(f);
+  if (!n) {
+    fprintf(stderr, "usage error: --plan %s: no size\n", path);
+    return -1;
+  }
+  o->plan = g_plan;
+  o->plan_n = n;
+  return 0;
+}
+
+int rt_plan_select(struct rt_opts *o, int i) {
+  static int saved;
+  if (!saved) {  // the command line's tolerances, for '-' entries
+    g_cli_tol[0] = o->tol, g_cli_tol[1] = o->local_tol, g_cli_tol[2] = o->block_tol;
+    saved = 1;
+  }
+  if (i < 0 || i >= o->plan_n) {
+    rt_errorf("--plan: no size %d", i);
+    return -1;
+  }
+  const struct rt_plan_size *z = &o->plan[i];
+  o->prob.nparams = 0;
+  if (parse_params(z->params, &o->prob)) {
+    rt_errorf("--plan: bad params '%s'", z->params);
+    return -1;
+  }
+  snprintf(o->params_text, sizeof o->params_text, "%s", z->params);
+  snprintf(o->prob.size_name, sizeof o->prob.size_name, "%s", z->name);
+  o->tol = z->tol >= 0 ? z->tol : g_cli_tol[0];
+  o->local_tol = z->local_tol >= 0 ? z->local_tol : g_cli_tol[1];
+  o->block_tol = z->block_tol >= 0 ? z->block_tol : g_cli_tol[2];
+  return 0;
+}
+
 static int parse_params(const char *text, struct wl_problem *p) {
   char buf[512];
   if (strlen(text) >= sizeof buf) return -1;
@@ -171,6 +250,9 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
       else if (!strcmp(a, "--tol")) o->tol = d;
       else if (!strcmp(a, "--block-tol")) o->block_tol = d;
       else o->local_tol = d;
+    } else if (!strcmp(a, "--plan")) {
+      NEED();
+      if (read_plan(v, o)) return -2;
     } else if (!strcmp(a, "--out")) {
       NEED();
       o->out = v;
@@ -202,7 +284,9 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
   }
   if (o->mode < 0) return usage("--mode is required", NULL);
   if (!o->out) return usage("--out is required", NULL);
-  if (!o->prob.nparams) return usage("--params is required", NULL);
+  if (!o->prob.nparams && !o->plan_n) return usage("--params or --plan is required", NULL);
+  if (o->plan_n && o->vranks)
+    return usage("--plan runs real ranks only (%s: one size per run)", "--vranks");
   // Ranks: flags first, then the launchers' environment.
   if (o->prob.rank < 0 && !env_int("OMPI_COMM_WORLD_RANK", &o->prob.rank) &&
       !env_int("PMI_RANK", &o->prob.rank) && !env_int("SLURM_PROCID", &o->prob.rank))
@@ -250,6 +334,13 @@ void rt_progress(const struct rt_opts *o, const char *stage) {
   if (!f) return;
   fprintf(f, "%s\n", stage);
   if (fclose(f) == 0) rename(tmp, path);
+}
+
+void rt_phases_restart(void) {
+  if (g_phases_started) {
+    rt_phases_init(&g_phases);
+    rt_phases_mark(&g_phases, "setup", rt_now_ms());
+  }
 }
 
 void rt_phase_move(const char *cls, double t0_ms) {

@@ -181,7 +181,27 @@ struct rt_opts {
   const char *out, *machine, *id_file, *impl, *workload;
   int secret_fd;   // --secret-fd N (-1: draw the secret here)
   char params_text[512];
+  // --plan FILE: sizes run one after another in this process (cuco eval:
+  // NCCL, CUDA and the libraries start once per stage, not per size).
+  // Each line: NAME PARAMS TOL LOCAL_TOL BLOCK_TOL ('-': the command
+  // line's); rt_plan_select makes size I current.  RESULT.json of size I
+  // is OUT.I (result_out); the progress file stays OUT.rankR.progress.
+  int plan_n;
+  struct rt_plan_size *plan;
+  const char *result_out;  // NULL: out
 };
+
+#define RT_PLAN_MAX 32
+struct rt_plan_size {
+  char name[WL_NAME_MAX];
+  char params[512];
+  double tol, local_tol, block_tol;  // < 0: the command line's
+};
+// Make size I of the plan current: o->prob's params and size name, the
+// tolerances.  0, or -1 (rt_last_error).
+int rt_plan_select(struct rt_opts *o, int i);
+// Reset the phase accounting for the next size of a plan (rt_phase.h).
+void rt_phases_restart(void);
 
 // Parse argv into OPTS (ranks from flags or OMPI_/PMI_/SLURM_ env).
 // 0, or -2 after printing a one-line usage error.

@@ -172,7 +172,8 @@ void rt_result_write(const struct rt_opts *o, int nranks, int vranks, const char
                      const char *error, const struct rt_check *checks, int n,
                      void (*tail)(FILE *f, const void *arg), const void *arg) {
   char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp", o->out);
+  const char *path = o->result_out ? o->result_out : o->out;
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
   if (!f) {
     fprintf(stderr, "cannot write %s\n", tmp);
@@ -225,5 +226,5 @@ void rt_result_write(const struct rt_opts *o, int nranks, int vranks, const char
   fprintf(f, ",\n \"machine\": ");
   rt_json_machine(f, o->machine);
   fprintf(f, "}\n");
-  if (fclose(f) == 0 && rename(tmp, o->out) != 0) fprintf(stderr, "cannot rename %s\n", tmp);
+  if (fclose(f) == 0 && rename(tmp, path) != 0) fprintf(stderr, "cannot rename %s\n", tmp);
 }

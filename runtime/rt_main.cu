@@ -36,6 +36,10 @@
 
 // The trusted reference's declared work (runtime.h); weak: optional.
 extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) __attribute__((weak));
+// Optional in reference.cu: free the state it caches in rt_set_ref_state
+// (shaped by one size).  --plan runs several sizes in one process; without
+// it the state is dropped (leaked) between sizes.
+extern "C" void wl_reference_release(struct wl_ctx *ctx) __attribute__((weak));
 
 #define RT_MAX_CHECKS 48
 #define RT_MAX_SAMPLES 2000
@@ -557,6 +561,104 @@ static struct wl_ctx g_ctx;  // the one rank of this process
 static struct timing g_tm;
 static struct rt_check g_all[RT_MAX_CHECKS * 64];
 
+// One size of the run, from wl_setup to wl_teardown; the communicator and
+// the runtime's own buffers stay for the next.  Rank 0 writes the size's
+// RESULT.json before the teardown.  0 passed, 3 a check failed, 4 an error.
+static int run_one_size(struct rt_opts *o, struct rt_run *r) {
+  struct wl_ctx *ctx = r->ctx;
+  const char *status = "error";
+  int exit_code = 4, setup_done = 0, setup_rc = 0, nall = 0;
+  rt_progress(o, "setup");
+  ctx->in_setup = 1;
+  RT_CAND(ctx, setup_rc = wl_setup(ctx, &ctx->prob));
+  if (setup_rc != 0) {
+    ctx->in_setup = 0;
+    rt_errorf("wl_setup: %s", ctx->err[0] ? ctx->err : rt_last_error);
+    goto out;
+  }
+  ctx->in_setup = 0;
+  setup_done = 1;
+  {
+    int nout = 0;
+    for (int i = 0; i < ctx->nbufs; i++) nout += ctx->bufs[i].kind == RT_OUTPUT;
+    if (!nout) {
+      rt_errorf("wl_setup declared no OUTPUT buffer: nothing can be verified");
+      goto out;
+    }
+  }
+  {
+    unsigned long long step_no = 0;
+    if (o->mode == RT_MODE_VERIFY) {
+      if (run_verify(r, &step_no) != 0) goto out;
+    } else {
+      // Bench starts with one fully verified step (+ host-clock at the end).
+      struct step_time t;
+      rt_progress(o, "verify");
+      if (one_step(r, -1, ++step_no, &t) != 0 || verify_step(r, RT_STEP_CHECK, -1, 1) != 0 ||
+          run_bench(r, &step_no, &g_tm) != 0)
+        goto out;
+    }
+  }
+  // Gather every rank's checks on rank 0 (same count on every rank).
+  {
+    int n = r->nchecks;
+    struct rt_check *dev = NULL;
+    size_t one = sizeof(struct rt_check) * RT_MAX_CHECKS;
+    for (int i = n; i < RT_MAX_CHECKS; i++) memset(&r->checks[i], 0, sizeof r->checks[i]);
+    if (cudaMalloc((void **)&dev, one * (o->prob.nranks + 1)) != cudaSuccess ||
+        cudaMemcpy(dev, r->checks, one, cudaMemcpyHostToDevice) != cudaSuccess ||
+        ncclAllGather(dev, dev + RT_MAX_CHECKS, one, ncclUint8, ctx->comm,
+                      ctx->bar_stream) != ncclSuccess ||
+        cudaStreamSynchronize(ctx->bar_stream) != cudaSuccess) {
+      rt_errorf("gathering checks failed");
+      goto out;
+    }
+    for (int q = 0; q < o->prob.nranks && q < 64; q++) {
+      struct rt_check tmp[RT_MAX_CHECKS];
+      if (cudaMemcpy(tmp, dev + RT_MAX_CHECKS * (q + 1), one, cudaMemcpyDeviceToHost) !=
+          cudaSuccess)
+        break;
+      for (int i = 0; i < RT_MAX_CHECKS; i++) {
+        if (!tmp[i].output[0]) continue;  // unused slot
+        g_all[nall++] = tmp[i];
+        if (!tmp[i].passed && !r->failed) {
+          r->failed = 1;
+          snprintf(r->first_reason, sizeof r->first_reason, "rank %d %s %s: %s", q,
+                   rt_step_kind_name[tmp[i].kind], tmp[i].output, tmp[i].reason);
+        }
+      }
+    }
+    cudaFree(dev);
+  }
+  status = r->failed ? "verify_failed" : "ok";
+  exit_code = r->failed ? 3 : 0;
+out:
+  if (exit_code == 4) {
+    fprintf(stderr, "rank %d: error: %s\n", o->prob.rank, rt_last_error);
+  } else if (exit_code == 3) {
+    fprintf(stderr, "rank %d: verification failed: %s\n", o->prob.rank, r->first_reason);
+  }
+  if (o->prob.rank == 0)
+    write_result(r, status, exit_code == 4 ? rt_last_error : r->first_reason, g_all, nall,
+                 o->mode == RT_MODE_BENCH && exit_code != 4 ? &g_tm : NULL);
+  rt_progress(o, "teardown");
+  if (setup_done) {
+    cudaDeviceSynchronize();
+    if (ctx->comm && exit_code != 4) {
+      int dummy = 0;
+      if (barrier(r, ctx->bar_stream, &dummy, 1) != 0) exit_code = 4;
+    }
+    RT_CAND(ctx, wl_teardown(ctx));
+    cudaDeviceSynchronize();
+    rt_ctx_release(ctx);
+  }
+  // The reference's cached state is shaped by this size (docs/contracts.md
+  // section 4, --plan): released, so that the next size builds its own.
+  if (ctx->ref_state && wl_reference_release) wl_reference_release(ctx);
+  ctx->ref_state = NULL;
+  return exit_code;
+}
+
 int main(int argc, char **argv) {
   struct rt_opts o;
   int rc = rt_parse_args(argc, argv, &o);
@@ -575,8 +677,7 @@ int main(int argc, char **argv) {
   r.ctx = ctx;
   ctx->prob = o.prob;
   ctx->skip = o.skip;
-  const char *status = "error";
-  int exit_code = 4, setup_done = 0, setup_rc = 0, nall = 0;
+  int exit_code = 4;
   rt_progress(&o, "init");
   // The secret first: read from its pipe and closed long before wl_setup.
   // Ranks started by mpirun/srun (cuco's [launch]) cannot all get cuco's
@@ -631,91 +732,54 @@ int main(int argc, char **argv) {
       goto out;
     }
   }
-  rt_progress(&o, "setup");
-  ctx->in_setup = 1;
-  RT_CAND(ctx, setup_rc = wl_setup(ctx, &ctx->prob));
-  if (setup_rc != 0) {
-    ctx->in_setup = 0;
-    rt_errorf("wl_setup: %s", ctx->err[0] ? ctx->err : rt_last_error);
-    goto out;
-  }
-  ctx->in_setup = 0;
-  setup_done = 1;
-  {
-    int nout = 0;
-    for (int i = 0; i < ctx->nbufs; i++) nout += ctx->bufs[i].kind == RT_OUTPUT;
-    if (!nout) {
-      rt_errorf("wl_setup declared no OUTPUT buffer: nothing can be verified");
-      goto out;
-    }
-  }
-  {
-    unsigned long long step_no = 0;
-    if (o.mode == RT_MODE_VERIFY) {
-      if (run_verify(&r, &step_no) != 0) goto out;
-    } else {
-      // Bench starts with one fully verified step (+ host-clock at the end).
-      struct step_time t;
-      rt_progress(&o, "verify");
-      if (one_step(&r, -1, ++step_no, &t) != 0 || verify_step(&r, RT_STEP_CHECK, -1, 1) != 0 ||
-          run_bench(&r, &step_no, &g_tm) != 0)
-        goto out;
-    }
-  }
-  // Gather every rank's checks on rank 0 (same count on every rank).
-  {
-    int n = r.nchecks;
-    struct rt_check *dev = NULL;
-    size_t one = sizeof(struct rt_check) * RT_MAX_CHECKS;
-    for (int i = n; i < RT_MAX_CHECKS; i++) memset(&r.checks[i], 0, sizeof r.checks[i]);
-    if (cudaMalloc((void **)&dev, one * (o.prob.nranks + 1)) != cudaSuccess ||
-        cudaMemcpy(dev, r.checks, one, cudaMemcpyHostToDevice) != cudaSuccess ||
-        ncclAllGather(dev, dev + RT_MAX_CHECKS, one, ncclUint8, ctx->comm,
-                      ctx->bar_stream) != ncclSuccess ||
-        cudaStreamSynchronize(ctx->bar_stream) != cudaSuccess) {
-      rt_errorf("gathering checks failed");
-      goto out;
-    }
-    for (int q = 0; q < o.prob.nranks && q < 64; q++) {
-      struct rt_check tmp[RT_MAX_CHECKS];
-      if (cudaMemcpy(tmp, dev + RT_MAX_CHECKS * (q + 1), one, cudaMemcpyDeviceToHost) !=
-          cudaSuccess)
+  if (o.plan_n == 0) {
+    exit_code = run_one_size(&o, &r);
+  } else {
+    // --plan: the sizes one after another in this process (NCCL, CUDA and
+    // the libraries start once); size i's RESULT.json is OUT.i.  The first
+    // size that does not pass ends the run with its exit status.
+    char res[4200];
+    for (int i = 0; i < o.plan_n; i++) {
+      if (rt_plan_select(&o, i) != 0) {
+        exit_code = 4;
+        fprintf(stderr, "rank %d: error: %s\n", o.prob.rank, rt_last_error);
         break;
-      for (int i = 0; i < RT_MAX_CHECKS; i++) {
-        if (!tmp[i].output[0]) continue;  // unused slot
-        g_all[nall++] = tmp[i];
-        if (!tmp[i].passed && !r.failed) {
-          r.failed = 1;
-          snprintf(r.first_reason, sizeof r.first_reason, "rank %d %s %s: %s", q,
-                   rt_step_kind_name[tmp[i].kind], tmp[i].output, tmp[i].reason);
-        }
       }
+      snprintf(res, sizeof res, "%s.%d", o.out, i);
+      o.result_out = res;
+      if (i > 0) {
+        // a fresh size: what a fresh process would hand the candidate
+        struct rt_run keep = r;
+        memset(&r, 0, sizeof r);
+        r.o = &o, r.ctx = ctx, r.hash_dev = keep.hash_dev, r.bar_dev = keep.bar_dev;
+        r.hog_buf = keep.hog_buf, r.hog_bytes = keep.hog_bytes;
+        r.ev0 = keep.ev0, r.ev1 = keep.ev1, r.ev2 = keep.ev2;
+        r.hog_resident_h = keep.hog_resident_h, r.hog_resident_d = keep.hog_resident_d;
+        memset(&g_tm, 0, sizeof g_tm);
+        ctx->user = NULL, ctx->reset_fn = NULL, ctx->err[0] = 0;
+        ctx->epoch = ctx->step = ctx->input_step = 0;
+        rt_last_error[0] = 0;
+        rt_phases_restart();
+      }
+      ctx->prob.nparams = o.prob.nparams;
+      memcpy(ctx->prob.params, o.prob.params, sizeof ctx->prob.params);
+      memcpy(ctx->prob.size_name, o.prob.size_name, sizeof ctx->prob.size_name);
+      exit_code = run_one_size(&o, &r);
+      if (exit_code != 0) break;
     }
-    cudaFree(dev);
   }
-  status = r.failed ? "verify_failed" : "ok";
-  exit_code = r.failed ? 3 : 0;
-out:
-  if (exit_code == 4) {
-    fprintf(stderr, "rank %d: error: %s\n", o.prob.rank, rt_last_error);
-  } else if (exit_code == 3) {
-    fprintf(stderr, "rank %d: verification failed: %s\n", o.prob.rank, r.first_reason);
-  }
-  if (o.prob.rank == 0 || exit_code == 4)
-    if (o.prob.rank == 0)
-      write_result(&r, status, exit_code == 4 ? rt_last_error : r.first_reason, g_all,
-                   nall, o.mode == RT_MODE_BENCH && exit_code != 4 ? &g_tm : NULL);
-  rt_progress(&o, "teardown");
-  if (setup_done) {
-    cudaDeviceSynchronize();
-    if (ctx->comm && exit_code != 4) {
-      int dummy = 0;
-      if (barrier(&r, ctx->bar_stream, &dummy, 1) != 0) exit_code = 4;
+  goto done;
+out:  // before any size ran (boot, the runtime's buffers): rank 0 says why
+  fprintf(stderr, "rank %d: error: %s\n", o.prob.rank, rt_last_error);
+  if (o.prob.rank == 0) {
+    static char res0[4200];
+    if (o.plan_n && rt_plan_select(&o, 0) == 0) {
+      snprintf(res0, sizeof res0, "%s.0", o.out);
+      o.result_out = res0;
     }
-    RT_CAND(ctx, wl_teardown(ctx));
-    cudaDeviceSynchronize();
-    rt_ctx_release(ctx);
+    write_result(&r, "error", rt_last_error, g_all, 0, NULL);
   }
+done:
   if (ctx->comm) {
     if (exit_code != 4) ncclCommFinalize(ctx->comm);
     ncclCommDestroy(ctx->comm);

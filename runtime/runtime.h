@@ -88,6 +88,13 @@ void wl_teardown(struct wl_ctx *ctx);
 int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p,
                  const char *output_name, void *expected_dev);
 
+/* Optional: free what wl_reference cached with rt_set_ref_state (device
+ * buffers, library handles).  The state is shaped by one size; a run of
+ * several sizes in one process (--plan, docs/contracts.md section 4) calls
+ * it after each size, then clears the state.  Without it the state is
+ * dropped (leaked) between sizes. */
+void wl_reference_release(struct wl_ctx *ctx);
+
 /* The bits of an fp32 expected element (bf16/f16/f32 outputs only) that
  * mean "must be written, value not compared": a reference that computes
  * sampled rows only (flash_attn_cp) writes it everywhere else.  A still-

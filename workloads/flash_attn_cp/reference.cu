@@ -307,3 +307,16 @@ extern "C" int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p, cons
 
 // The minimal work of one step (speed-of-light bound; wl_work.h).
 extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) { return flash_attn_work(p, w); }
+
+// The state wl_reference cached for this size (runtime.h): freed before the
+// next size of a --plan run builds its own.
+extern "C" void wl_reference_release(struct wl_ctx *ctx) {
+  struct ref_state *st = (struct ref_state *)rt_get_ref_state(ctx);
+  if (!st) return;
+  cudaStreamSynchronize(rt_ref_stream(ctx));
+  void *d[] = {st->q, st->tmp, st->kg, st->vg, st->o, st->lse, st->rows_dev};
+  for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) cudaFree(d[i]);
+  free(st->rows_h);
+  free(st);
+  rt_set_ref_state(ctx, NULL);
+}

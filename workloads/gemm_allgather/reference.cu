@@ -120,3 +120,14 @@ extern "C" int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p,
 
 // The minimal work of one step (speed-of-light bound; wl_work.h).
 extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) { return gemm_ag_work(p, w); }
+
+// The state wl_reference cached (runtime.h): freed before the next size of
+// a --plan run.
+extern "C" void wl_reference_release(struct wl_ctx *ctx) {
+  struct ref_state *st = (struct ref_state *)rt_get_ref_state(ctx);
+  if (!st) return;
+  cudaStreamSynchronize(rt_ref_stream(ctx));
+  cublasDestroy(st->h);
+  free(st);
+  rt_set_ref_state(ctx, NULL);
+}

@@ -236,3 +236,19 @@ extern "C" int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p, cons
 
 // The minimal work of one step (speed-of-light bound; wl_work.h).
 extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) { return kv_transfer_work(p, w); }
+
+// The state wl_reference cached for this size (runtime.h): freed before the
+// next size of a --plan run builds its own.
+extern "C" void wl_reference_release(struct wl_ctx *ctx) {
+  struct ref_state *st = (struct ref_state *)rt_get_ref_state(ctx);
+  if (!st) return;
+  cudaStreamSynchronize(rt_ref_stream(ctx));
+  if (st->h) cublasDestroy(st->h);
+  cudaFree(st->tab);
+  for (int r = 0; r < KV_MAX_RANKS; r++) {
+    cudaFree(st->snd[r].slot), cudaFree(st->snd[r].pos);
+    free(st->snd[r].slot_h), free(st->snd[r].pos_h);
+  }
+  free(st);
+  rt_set_ref_state(ctx, NULL);
+}

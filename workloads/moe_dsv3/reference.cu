@@ -346,3 +346,19 @@ extern "C" int wl_reference(struct wl_ctx *ctx, const struct wl_problem *p, cons
 
 // The minimal work of one step (speed-of-light bound; wl_work.h).
 extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) { return moe_work(p, w); }
+
+// The state wl_reference cached for this size (runtime.h): freed before the
+// next size of a --plan run builds its own.
+extern "C" void wl_reference_release(struct wl_ctx *ctx) {
+  struct ref_state *st = (struct ref_state *)rt_get_ref_state(ctx);
+  if (!st) return;
+  cudaStreamSynchronize(rt_ref_stream(ctx));
+  if (st->h) cublasDestroy(st->h);
+  free(st->idx_h), free(st->w_h), free(st->tl_h), free(st->wl_h), free(st->eo_h),
+      free(st->fill);
+  void *d[] = {st->tl, st->wl, st->xb, st->w13b, st->w2b, st->ws13b, st->ws2b, st->xq, st->xf,
+               st->xg, st->h1, st->act, st->out, st->w13f, st->w2f, st->tmp};
+  for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) cudaFree(d[i]);
+  free(st);
+  rt_set_ref_state(ctx, NULL);
+}
