@@ -275,26 +275,134 @@ static void replay_hint(const json_t *res, char *out, size_t n)
              (long long)json_integer_value(json_object_get(rp, "seed")), sec);
 }
 
-/* Run the binary on one size in one mode.  Returns 0 when it passed (and
- * stores the size's metrics), 1 when the candidate failed (verdict set),
+/* How the run of the binary ended, for judging one size's RESULT.json. */
+struct run_end {
+  int timed_out, hang_rank, exit_code, all_ok;
+  const char *what, *result_error;
+};
+
+/* Judge one size's RESULT.json RES (NULL: none was written) of a run that
+ * ended as RE says.  0 passed, 1 the candidate failed (verdict set); *out
+ * gets a reference to RES either way. */
+static int judge_size(const struct eval_opts *o, enum eval_stage st,
+                      const struct workload_size *s, const struct run_end *re,
+                      json_t *res, struct eval_result *r, json_t **out)
+{
+  const char *status;
+  char replay[96] = "";
+
+  if (res)
+    replay_hint(res, replay, sizeof(replay));
+  if (re->timed_out) {
+    r->hang_rank = re->hang_rank;
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, re->what);
+    goto fail;
+  }
+  if (!res) {
+    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s; %s", s->name,
+              re->what, re->result_error);
+    goto fail;
+  }
+  status = json_string_value(json_object_get(res, "status"));
+  if (!status)
+    status = "";
+  if (!strcmp(status, "verify_failed") || re->exit_code == 3) {
+    char why[300];
+    first_failed_check(res, why, sizeof(why));
+    eval_fail(r, o, st, EVAL_STATUS_FAILED,
+              "size %s: verification failed: %s%s", s->name,
+              *why ? why : re->what, replay);
+    goto fail;
+  }
+  if (strcmp(status, "ok") || !re->all_ok ||
+      !json_is_true(json_object_get(json_object_get(res, "verify"), "passed"))) {
+    const char *er = json_string_value(json_object_get(res, "error"));
+    if (er && *er)
+      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s (rank 0 exit %d)%s",
+                s->name, er, re->exit_code, replay);
+    else
+      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, re->what);
+    goto fail;
+  }
+  if (json_is_true(json_object_get(res, "protocol_test")))
+    r->protocol_test = 1;
+  *out = json_incref(res);
+  return 0;
+fail:
+  if (res)
+    *out = json_incref(res);
+  return 1;
+}
+
+/* Write the --plan file of SIZES (runtime/rt_internal.cuh): a line per
+ * size, NAME PARAMS TOL LOCAL_TOL BLOCK_TOL ('-': the command line's). */
+static int write_plan(const struct eval_opts *o, const char *path,
+                      const struct workload_size *sizes,
+                      const struct eval_thresh *ths, int n, struct err *e)
+{
+  struct buf b = BUF_INIT(1024);
+  int i, rc;
+
+  for (i = 0; i < n; i++) {
+    const struct eval_thresh *th = &ths[i];
+    char t[3][32] = {"-", "-", "-"};
+    if (th->found) {
+      snprintf(t[0], sizeof(t[0]), "%.6g", th->t.rel_l2);
+      if (th->t.row > 0)
+        snprintf(t[1], sizeof(t[1]), "%.6g", th->t.row);
+      if (th->t.block > 0)
+        snprintf(t[2], sizeof(t[2]), "%.6g", th->t.block);
+    } else if (o->wl->tol_rel_l2 > 0) {
+      snprintf(t[0], sizeof(t[0]), "%g", o->wl->tol_rel_l2);
+    }
+    (void)buf_printf(&b, "%s %s %s %s %s\n", sizes[i].name, sizes[i].params,
+                     t[0], t[1], t[2]);
+  }
+  rc = file_write(path, buf_str(&b), strlen(buf_str(&b)), e);
+  buf_release(&b);
+  return rc;
+}
+
+/* Whether SIZES can go through one --plan run: names and params without
+ * blanks (a plan line is blank-separated). */
+static int plan_ok(const struct workload_size *sizes, int n)
+{
+  int i;
+
+  for (i = 0; i < n; i++)
+    if (strpbrk(sizes[i].name, " \t\n") || strpbrk(sizes[i].params, " \t\n") ||
+        !*sizes[i].params)
+      return 0;
+  return 1;
+}
+
+/* Run the binary on N sizes in one mode: one process per size, or with
+ * eval_opts.one_process and N > 1 all of them in one process (--plan).
+ * rcs[i]: 0 size i passed (its metrics in outs[i]), 1 the candidate failed
+ * there (verdict set), -1 not run (an earlier size failed).  0, or
  * negative on an internal error. */
-static int run_size(const struct eval_opts *o, struct eval_ctx *x,
-                    const struct workload_size *s, const char *mode,
-                    const struct eval_thresh *th, struct eval_result *r,
-                    json_t **out, struct err *e)
+static int run_sizes(const struct eval_opts *o, struct eval_ctx *x,
+                     const struct workload_size *sizes, int n,
+                     const char *mode, const struct eval_thresh *ths,
+                     struct eval_result *r, json_t **outs, int *rcs,
+                     struct err *e)
 {
   enum eval_stage st =
       !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
+  const struct workload_size *s = &sizes[0];
+  const struct eval_thresh *th = &ths[0];
   const char *args[32];
   char seed_s[32], tol_s[32], ltol_s[32], btol_s[32], vr_s[16],
-      resp[WORKLOAD_PATH + 64];
+      resp[WORKLOAD_PATH + 64], plan[WORKLOAD_PATH + 64];
   struct launch_opts lo = {0};
   struct launch_result lr;
-  const char *status;
-  char secret[40], replay[96] = "";
-  int na = 0, rc;
-  double t0;
+  struct run_end re;
+  char secret[40];
+  int na = 0, rc, i, multi = n > 1;
+  double t0, wall_ms;
 
+  for (i = 0; i < n; i++)
+    rcs[i] = -1, outs[i] = NULL;
   /* The per-run secret reaches every rank on its stdin (never argv, env
    * or a file): given (a replay) or fresh for this run. */
   if (o->secret) {
@@ -312,11 +420,24 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   args[na++] = o->wl->name;
   args[na++] = "--impl";
   args[na++] = o->impl_name ? o->impl_name : "candidate.cu";
-  args[na++] = "--params";
-  args[na++] = s->params;
-  if (strcmp(s->name, s->params)) {
-    args[na++] = "--size-name";
-    args[na++] = s->name;
+  if (multi) {
+    snprintf(plan, sizeof(plan), "%s/PLAN.%s", x->work_dir, mode);
+    if ((rc = write_plan(o, plan, sizes, ths, n, e)))
+      return rc;
+    for (i = 0; i < n; i++) {
+      char p[WORKLOAD_PATH + 80];
+      snprintf(p, sizeof(p), "%s.%d", resp, i);
+      unlink(p);
+    }
+    args[na++] = "--plan";
+    args[na++] = plan;
+  } else {
+    args[na++] = "--params";
+    args[na++] = s->params;
+    if (strcmp(s->name, s->params)) {
+      args[na++] = "--size-name";
+      args[na++] = s->name;
+    }
   }
   args[na++] = "--mode";
   args[na++] = mode;
@@ -324,7 +445,9 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   args[na++] = seed_s;
   args[na++] = "--secret-fd";
   args[na++] = "0";
-  if (th && th->found) { /* frozen thresholds (thresh.h) */
+  if (multi) {
+    /* the plan carries each size's thresholds */
+  } else if (th && th->found) { /* frozen thresholds (thresh.h) */
     snprintf(tol_s, sizeof(tol_s), "%.6g", th->t.rel_l2);
     args[na++] = "--tol";
     args[na++] = tol_s;
@@ -366,7 +489,8 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   lo.work_dir = x->work_dir;
   lo.result_path = resp;
   lo.lib_dirs = x->lib_dirs;
-  lo.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
+  /* the per-run limit holds for every size of a plan */
+  lo.timeout_s = (o->run_timeout_s > 0 ? o->run_timeout_s : 120) * n;
   lo.stdin_data = secret;
   lo.launcher = o->launcher;
   t0 = eval_now();
@@ -374,17 +498,17 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
   memset(secret, 0, sizeof(secret));
   /* Launch to exit as cuco saw it (ms), beside the rank's phases_ms: the
    * difference is what no phase covers (spawn, NCCL teardown, exit). */
-  if (json_is_object(lr.result))
-    json_object_set_new(lr.result, "wall_ms",
-                        json_real(round((eval_now() - t0) * 1e4) / 10));
+  wall_ms = round((eval_now() - t0) * 1e4) / 10;
   if (lr.interrupted)
     r->interrupted = 1;
-  if (rc == 0 && lr.result)
-    replay_hint(lr.result, replay, sizeof(replay));
   if (lr.log) {
     char head[160];
-    snprintf(head, sizeof(head), "=== %s %s (%s) ===\n", mode, s->name,
-             s->params);
+    if (multi)
+      snprintf(head, sizeof(head), "=== %s %d sizes in one process (%s) ===\n",
+               mode, n, plan);
+    else
+      snprintf(head, sizeof(head), "=== %s %s (%s) ===\n", mode, s->name,
+               s->params);
     eval_log_append(&r->verify_log, head);
     eval_log_append(&r->verify_log, lr.log);
   }
@@ -392,46 +516,50 @@ static int run_size(const struct eval_opts *o, struct eval_ctx *x,
     launch_result_release(&lr);
     return rc;
   }
-  if (lr.timed_out) {
-    r->hang_rank = lr.hang_rank;
-    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, lr.what);
-    goto fail;
+  re.timed_out = lr.timed_out;
+  re.hang_rank = lr.hang_rank;
+  re.exit_code = lr.exit_code;
+  re.all_ok = lr.all_ok;
+  re.what = lr.what;
+  re.result_error = lr.result_error;
+  if (!multi) {
+    if (json_is_object(lr.result))
+      json_object_set_new(lr.result, "wall_ms", json_real(wall_ms));
+    rcs[0] = judge_size(o, st, s, &re, lr.result, r, &outs[0]);
+    launch_result_release(&lr);
+    return 0;
   }
-  if (!lr.result) {
-    eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s; %s", s->name,
-              lr.what, lr.result_error);
-    goto fail;
+  for (i = 0; i < n; i++) {
+    char p[WORKLOAD_PATH + 80], rerr[256] = "";
+    struct err je = {0, ""};
+    struct run_end ok = {0, -1, 0, 1, "", ""};
+    json_t *res;
+    const char *status;
+    int ended;
+    snprintf(p, sizeof(p), "%s.%d", resp, i);
+    res = launch_read_result(p, &je);
+    if (!res)
+      snprintf(rerr, sizeof(rerr), "%s", je.msg);
+    status = res ? json_string_value(json_object_get(res, "status")) : NULL;
+    /* the process ended at this size: no result, not ok, or the last */
+    ended = !res || !status || strcmp(status, "ok") || i == n - 1;
+    if (res) {
+      json_object_set_new(res, "process_wall_ms", json_real(wall_ms));
+      json_object_set_new(res, "process_sizes", json_integer(n));
+    }
+    if (ended) {
+      if (!res)
+        re.result_error = rerr;
+      rcs[i] = judge_size(o, st, &sizes[i], &re, res, r, &outs[i]);
+    } else {
+      rcs[i] = judge_size(o, st, &sizes[i], &ok, res, r, &outs[i]);
+    }
+    json_decref(res);
+    if (rcs[i] || ended)
+      break;
   }
-  status = json_string_value(json_object_get(lr.result, "status"));
-  if (!strcmp(status, "verify_failed") || lr.exit_code == 3) {
-    char why[300];
-    first_failed_check(lr.result, why, sizeof(why));
-    eval_fail(r, o, st, EVAL_STATUS_FAILED,
-              "size %s: verification failed: %s%s", s->name,
-              *why ? why : lr.what, replay);
-    goto fail;
-  }
-  if (strcmp(status, "ok") || !lr.all_ok ||
-      !json_is_true(
-          json_object_get(json_object_get(lr.result, "verify"), "passed"))) {
-    const char *er = json_string_value(json_object_get(lr.result, "error"));
-    if (er && *er)
-      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s (rank 0 exit %d)%s",
-                s->name, er, lr.exit_code, replay);
-    else
-      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, lr.what);
-    goto fail;
-  }
-  if (json_is_true(json_object_get(lr.result, "protocol_test")))
-    r->protocol_test = 1;
-  *out = json_incref(lr.result);
   launch_result_release(&lr);
   return 0;
-fail:
-  if (lr.result)
-    *out = json_incref(lr.result);
-  launch_result_release(&lr);
-  return 1;
 }
 
 /* Keep only what the DB and reports need of a RESULT.json. */
@@ -441,7 +569,8 @@ static json_t *slim(json_t *res)
   static const char *const keep[] = {
       "params", "size",   "nranks",    "vranks",  "protocol_test",
       "mode",   "status", "error",     "verify",  "timing",
-      "bound",  "replay", "phases_ms", "wall_ms", NULL};
+      "bound",  "replay", "phases_ms", "wall_ms", "process_wall_ms",
+      "process_sizes", NULL};
   int i;
 
   for (i = 0; keep[i]; i++) {
@@ -462,22 +591,47 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
   json_t *bymode = json_object_get(r->metrics, mode);
   double t0 = eval_now(), logsum = 0, worst_rel = 0, fracsum = 0;
   char note[1200] = "", sol[96] = "";
-  int nfrac = 0;
+  struct eval_thresh ths[EVAL_PLAN_MAX];
+  json_t *pres[EVAL_PLAN_MAX];
+  int prc[EVAL_PLAN_MAX];
+  int nfrac = 0, plan;
   int i, rc = 0;
 
   if (!bymode) {
     bymode = json_object();
     json_object_set_new(r->metrics, mode, bymode);
   }
+  /* one process for every size of the stage (eval_opts.one_process) */
+  plan = o->one_process && n > 1 && o->wl->kind == WORKLOAD_RUNTIME &&
+         o->vranks <= 0 && n <= EVAL_PLAN_MAX && plan_ok(sizes, n);
+  if (plan) {
+    for (i = 0; i < n; i++)
+      if ((rc = eval_thresh_before(o, x, &sizes[i], &ths[i], e)))
+        return rc;
+    if ((rc = run_sizes(o, x, sizes, n, mode, ths, r, pres, prc, e)))
+      return rc;
+  }
   for (i = 0; i < n; i++) {
     json_t *res = NULL, *sm;
     struct eval_thresh th;
-    if ((rc = eval_thresh_before(o, x, &sizes[i], &th, e)))
+    if (plan) {
+      th = ths[i];
+      res = pres[i];
+      rc = prc[i];
+      if (rc < 0) { /* not run: only after a failure, which ended the loop */
+        rc = err_set(e, ERR_INTERNAL, "size %s was not run", sizes[i].name);
+        break;
+      }
+    } else if ((rc = eval_thresh_before(o, x, &sizes[i], &th, e))) {
       break;
-    if (o->wl->kind == WORKLOAD_FREEFORM)
+    } else if (o->wl->kind == WORKLOAD_FREEFORM) {
       rc = eval_ff_run(o, x, &sizes[i], mode, r, &res, e);
-    else
-      rc = run_size(o, x, &sizes[i], mode, &th, r, &res, e);
+    } else {
+      int one = -1;
+      rc = run_sizes(o, x, &sizes[i], 1, mode, &th, r, &res, &one, e);
+      if (!rc)
+        rc = one;
+    }
     if (res) {
       sm = o->wl->kind == WORKLOAD_FREEFORM ? json_incref(res) : slim(res);
       json_object_set_new(bymode, sizes[i].name, sm);
@@ -515,6 +669,9 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
     if (rc)
       break;
   }
+  if (plan) /* what a stop left unread */
+    for (i = i + 1; i < n; i++)
+      json_decref(pres[i]);
   if (st == EVAL_STAGE_VERIFY)
     r->verify_s = eval_now() - t0;
   else

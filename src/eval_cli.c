@@ -214,6 +214,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       {"compile-only", no_argument, NULL, 'C'},
       {"static-only", no_argument, NULL, 'A'},
       {"no-bench", no_argument, NULL, 'B'},
+      {"one-process", no_argument, NULL, 'P'},
       {"out", required_argument, NULL, 'o'},
       {"json", no_argument, NULL, 'j'},
       {"timeout", required_argument, NULL, 't'},
@@ -277,6 +278,9 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       break;
     case 'B':
       o.skip_bench = 1;
+      break;
+    case 'P':
+      o.one_process = 1;
       break;
     case 'o':
       outdir = optarg;

@@ -100,4 +100,42 @@ cp "$WL/cheats/hang_rank1.cu" "$TMP/hang.cu"
 sed -i '/CUCO-EXPECT-REJECT/d' "$TMP/hang.cu"
 expect_rc "hang via --candidate" 1 "$CUCO" eval "$WL" --candidate "$TMP/hang.cu" --ranks 2 --timeout 2 --json
 expect_grep "json hang_rank" "$TMP/out" "\"hang_rank\": 1"
+# --one-process (issue 26): every size of a stage in one process of the
+# binary (its --plan), each size judged from its own RESULT.json
+expect_rc "one process: the seed on 2 ranks" 0 "$CUCO" eval "$WL" --ranks 2 --one-process --json --out "$TMP/one"
+cp "$TMP/out" "$TMP/one.json"
+if python3 - "$TMP/one.json" "$TMP/one/seed/PLAN.verify" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); plan = open(sys.argv[2]).read().split("\n")
+assert r["status"] == "ok" and r["stage"] == "done", r
+v = r["metrics"]["verify"]
+assert set(v) == {"small", "odd"}, v
+assert v["small"]["process_sizes"] == 2 and v["odd"]["process_sizes"] == 2, v
+assert v["small"]["process_wall_ms"] == v["odd"]["process_wall_ms"] > 0
+assert v["small"]["params"] == {"N": 1000} and v["odd"]["params"] == {"N": 1023}, v
+assert plan[0].startswith("small N=1000 ") and plan[1].startswith("odd N=1023 "), plan
+b = r["metrics"]["bench"]["full"]  # one size: a process of its own, as before
+assert "process_sizes" not in b and b["wall_ms"] > 0 and b["timing"]["steps"] == 20
+PY
+then ok "one process: both verify sizes from one run, each with its own result"
+else not_ok "one process: both verify sizes from one run, each with its own result" "$(head -c 600 "$TMP/one.json")"; fi
+expect_rc "write the cheats" 0 "$CUCO" eval "$WL" --write-cheats "$TMP/ch"
+h=$(grep -n '^<<<<<<<' "$WL/cheats/skip_tail.edit" | head -1 | cut -d: -f1)
+sed -i "1,$((h - 1))d" "$TMP/ch/skip_tail.cu"  # its header comment: not frozen text
+expect_rc "one process: a size that fails ends the run" 1 "$CUCO" eval "$WL" --candidate "$TMP/ch/skip_tail.cu" --one-process --json
+cp "$TMP/out" "$TMP/tail.json"
+if python3 - "$TMP/tail.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["stage"] == "verify" and r["status"] == "failed", r
+assert "size odd: verification failed" in r["error"], r["error"]
+assert r["metrics"]["verify"]["small"]["status"] == "ok", r["metrics"]
+assert r["metrics"]["verify"]["odd"]["status"] == "verify_failed"
+PY
+then ok "one process: the failing size is named, the one before it kept"
+else not_ok "one process: the failing size is named, the one before it kept" "$(head -c 800 "$TMP/tail.json")"; fi
+expect_rc "one process: a hang" 1 "$CUCO" eval "$WL" --candidate "$TMP/hang.cu" --ranks 2 --timeout 2 --one-process
+# (the fixture's ranks do not communicate: rank 0 finishes both sizes, so
+# the hang is charged to the last one)
+expect_grep "one process: the hang names a size and the rank" "$TMP/out" "verify +FAIL size (small|odd): hang: timed out after 4 s; rank 1 did not finish"
 done_testing

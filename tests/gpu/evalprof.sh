@@ -4,8 +4,9 @@
 # stage times (build_s, verify_s, bench_s) and, per size and mode, the
 # process's wall time as cuco saw it (wall_ms) and the runtime's phases
 # (phases_ms: start, boot, setup, verify, perturb, judge, warmup, timed).
-# Then the moe seed's verify and bench sets with --plan (all sizes in one
-# process), then flash_attn_cp's slot_race cheat at --vranks 4
+# Each eval runs twice: one process per size, then --one-process (every
+# size of a stage in one process, the runtime's --plan; ONE=0 skips it);
+# PLAN=1 also runs the moe binary with --plan by hand.  Then flash_attn_cp's slot_race cheat at --vranks 4
 # (its race needs four ranks), and flash_attn_cp --impl all at short,mid
 # with whatever time is left (the bar table of issues 23 and 25).
 #   OUT=dir bash tests/gpu/run-all.sh tests/gpu/evalprof.sh:560
@@ -45,8 +46,10 @@ for spec in ${EVALS:-moe_dsv3 kv_transfer flash_attn_cp:short,mid}; do
   sz=${spec#*:}
   if [ "$sz" = "$spec" ]; then
     ev "$wl" 200 "workloads/$wl" --json --out "/tmp/ep/$wl"
+    [ "${ONE:-1}" = 1 ] && ev "${wl}_one" 200 "workloads/$wl" --json --one-process
   else
     ev "$wl" 200 "workloads/$wl" --json --sizes "$sz" --out "/tmp/ep/$wl"
+    [ "${ONE:-1}" = 1 ] && ev "${wl}_one" 200 "workloads/$wl" --json --sizes "$sz" --one-process
   fi
 done
 # --plan (the runtime's sizes-in-one-process path): the binary eval built
@@ -94,8 +97,10 @@ json.dump(rows, sys.stdout, indent=1)
 PY
   python3 -c "import json,sys; [print('  ', r.get('size'), r.get('status'), r.get('phases_ms'), r.get('median_ms'), r.get('error') or '') for r in json.load(open(sys.argv[1]))]" "$OUT/plan-$wl-$mode.json" >>"$T" 2>&1
 }
-plan moe_dsv3 verify verify --perturb
-plan moe_dsv3 bench bench
+if [ "${PLAN:-0}" = 1 ]; then
+  plan moe_dsv3 verify verify --perturb
+  plan moe_dsv3 bench bench
+fi
 # slot_race: rejected at 4 virtual ranks (perturbed steps), or not
 W=$(mktemp -d)
 ./cuco eval workloads/flash_attn_cp --write-cheats "$W" >/dev/null 2>&1
