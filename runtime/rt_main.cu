@@ -748,7 +748,12 @@ int main(int argc, char **argv) {
       snprintf(res, sizeof res, "%s.%d", o.out, i);
       o.result_out = res;
       if (i > 0) {
-        // a fresh size: what a fresh process would hand the candidate
+        // a fresh size: what a fresh process would hand the candidate,
+        // except the epoch and step, which go on counting: a new size's
+        // buffers may reuse the old one's device memory, and epoch-tagged
+        // flags left there must look old (a fresh process has zeroed
+        // memory and epoch 0; moe_dsv3's seed read a prefill flag as a
+        // decode count when the epoch restarted: H200, 2026-12-03)
         struct rt_run keep = r;
         memset(&r, 0, sizeof r);
         r.o = &o, r.ctx = ctx, r.hash_dev = keep.hash_dev, r.bar_dev = keep.bar_dev;
@@ -757,7 +762,6 @@ int main(int argc, char **argv) {
         r.hog_resident_h = keep.hog_resident_h, r.hog_resident_d = keep.hog_resident_d;
         memset(&g_tm, 0, sizeof g_tm);
         ctx->user = NULL, ctx->reset_fn = NULL, ctx->err[0] = 0;
-        ctx->epoch = ctx->step = ctx->input_step = 0;
         rt_last_error[0] = 0;
         rt_phases_restart();
       }
