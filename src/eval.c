@@ -315,13 +315,15 @@ static int judge_size(const struct eval_opts *o, enum eval_stage st,
     goto fail;
   }
   if (strcmp(status, "ok") || !re->all_ok ||
-      !json_is_true(json_object_get(json_object_get(res, "verify"), "passed"))) {
+      !json_is_true(
+          json_object_get(json_object_get(res, "verify"), "passed"))) {
     const char *er = json_string_value(json_object_get(res, "error"));
     if (er && *er)
       eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s (rank 0 exit %d)%s",
                 s->name, er, re->exit_code, replay);
     else
-      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, re->what);
+      eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name,
+                re->what);
     goto fail;
   }
   if (json_is_true(json_object_get(res, "protocol_test")))
@@ -567,9 +569,9 @@ static json_t *slim(json_t *res)
 {
   json_t *o = json_object();
   static const char *const keep[] = {
-      "params", "size",   "nranks",    "vranks",  "protocol_test",
-      "mode",   "status", "error",     "verify",  "timing",
-      "bound",  "replay", "phases_ms", "wall_ms", "process_wall_ms",
+      "params",        "size",   "nranks",    "vranks",  "protocol_test",
+      "mode",          "status", "error",     "verify",  "timing",
+      "bound",         "replay", "phases_ms", "wall_ms", "process_wall_ms",
       "process_sizes", NULL};
   int i;
 

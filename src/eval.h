@@ -118,7 +118,7 @@ struct eval_opts {
 };
 
 #define EVAL_PLAN_MAX 32 /* sizes in one --plan process (RT_PLAN_MAX) */
-#define EVAL_LOG_MAX (64u * 1024u)
+#define EVAL_LOG_MAX  (64u * 1024u)
 
 struct eval_result {
   enum eval_stage stage;   /* the stage reached (DONE when all passed) */
@@ -136,7 +136,7 @@ struct eval_result {
                               width / median) */
   double score;            /* 1000 / median_ms: higher is better */
   double build_s, verify_s, bench_s; /* wall time per stage */
-  double wait_s; /* waited for eval_opts.run_lock (another's runs) */
+  double wait_s;     /* waited for eval_opts.run_lock (another's runs) */
   int protocol_test; /* vranks run: times are not performance */
   /* a run was killed while cuco was stopping (e.g. its Slurm allocation
    * ended): no verdict on the code */

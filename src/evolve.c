@@ -654,7 +654,7 @@ static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
      * candidate while the slot's GPUs run this one (search_evaluate takes
      * the slot's run lock from verify to the end of the bench); a GPU
      * otherwise idles through every build */
-    int ahead = s->o.build_ahead >= 0 ? s->o.build_ahead
+    int ahead = s->o.build_ahead >= 0            ? s->o.build_ahead
                 : s->wl.kind == WORKLOAD_RUNTIME ? 1
                                                  : 0;
     s->nworkers = s->nslots * (1 + ahead);

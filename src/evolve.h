@@ -15,7 +15,8 @@
 
 #define EVOLVE_MAX_ISLANDS 16
 #define EVOLVE_MAX_SLOTS   16
-#define EVOLVE_MAX_WORKERS (3 * EVOLVE_MAX_SLOTS) /* slots x (1 + build_ahead <= 2) */
+#define EVOLVE_MAX_WORKERS                                                    \
+  (3 * EVOLVE_MAX_SLOTS) /* slots x (1 + build_ahead <= 2) */
 
 /* Options; defaults in evolve_opts_init (docs/evolve.md says why). */
 struct evolve_opts {
