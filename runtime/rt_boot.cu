@@ -104,11 +104,6 @@ static int read_plan(const char *path, struct rt_opts *o) {
 }
 
 int rt_plan_select(struct rt_opts *o, int i) {
-  static int saved;
-  if (!saved) {  // the command line's tolerances, for '-' entries
-    g_cli_tol[0] = o->tol, g_cli_tol[1] = o->local_tol, g_cli_tol[2] = o->block_tol;
-    saved = 1;
-  }
   if (i < 0 || i >= o->plan_n) {
     rt_errorf("--plan: no size %d", i);
     return -1;
@@ -307,6 +302,8 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
   if (o->iters < 1) o->iters = 1;
   if (o->local_tol < 0) o->local_tol = o->tol;
   if (o->block_tol < 0) o->block_tol = o->local_tol;
+  // the command line's tolerances, for a plan's '-' entries
+  g_cli_tol[0] = o->tol, g_cli_tol[1] = o->local_tol, g_cli_tol[2] = o->block_tol;
   o->prob.vranks = o->vranks;
   return 0;
 }
@@ -337,10 +334,7 @@ void rt_progress(const struct rt_opts *o, const char *stage) {
 }
 
 void rt_phases_restart(void) {
-  if (g_phases_started) {
-    rt_phases_init(&g_phases);
-    rt_phases_mark(&g_phases, "setup", rt_now_ms());
-  }
+  if (g_phases_started) rt_phases_init(&g_phases);
 }
 
 void rt_phase_move(const char *cls, double t0_ms) {

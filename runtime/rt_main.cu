@@ -568,6 +568,19 @@ static int run_one_size(struct rt_opts *o, struct rt_run *r) {
   struct wl_ctx *ctx = r->ctx;
   const char *status = "error";
   int exit_code = 4, setup_done = 0, setup_rc = 0, nall = 0;
+  // What a fresh process would hand this size (a no-op for the first),
+  // except the epoch and step, which go on counting: a new size's buffers
+  // may reuse the old one's device memory, and epoch-tagged flags left
+  // there must look old (a fresh process has zeroed memory and epoch 0;
+  // moe_dsv3's seed read a prefill flag as a decode count when the epoch
+  // restarted: H200, 2026-12-03).
+  r->plain_max_ms = 0, r->nchecks = 0, r->failed = 0, r->first_reason[0] = 0;
+  memset(&g_tm, 0, sizeof g_tm);
+  ctx->user = NULL, ctx->reset_fn = NULL, ctx->err[0] = 0;
+  rt_last_error[0] = 0;
+  ctx->prob.nparams = o->prob.nparams;
+  memcpy(ctx->prob.params, o->prob.params, sizeof ctx->prob.params);
+  memcpy(ctx->prob.size_name, o->prob.size_name, sizeof ctx->prob.size_name);
   rt_progress(o, "setup");
   ctx->in_setup = 1;
   RT_CAND(ctx, setup_rc = wl_setup(ctx, &ctx->prob));
@@ -747,27 +760,7 @@ int main(int argc, char **argv) {
       }
       snprintf(res, sizeof res, "%s.%d", o.out, i);
       o.result_out = res;
-      if (i > 0) {
-        // a fresh size: what a fresh process would hand the candidate,
-        // except the epoch and step, which go on counting: a new size's
-        // buffers may reuse the old one's device memory, and epoch-tagged
-        // flags left there must look old (a fresh process has zeroed
-        // memory and epoch 0; moe_dsv3's seed read a prefill flag as a
-        // decode count when the epoch restarted: H200, 2026-12-03)
-        struct rt_run keep = r;
-        memset(&r, 0, sizeof r);
-        r.o = &o, r.ctx = ctx, r.hash_dev = keep.hash_dev, r.bar_dev = keep.bar_dev;
-        r.hog_buf = keep.hog_buf, r.hog_bytes = keep.hog_bytes;
-        r.ev0 = keep.ev0, r.ev1 = keep.ev1, r.ev2 = keep.ev2;
-        r.hog_resident_h = keep.hog_resident_h, r.hog_resident_d = keep.hog_resident_d;
-        memset(&g_tm, 0, sizeof g_tm);
-        ctx->user = NULL, ctx->reset_fn = NULL, ctx->err[0] = 0;
-        rt_last_error[0] = 0;
-        rt_phases_restart();
-      }
-      ctx->prob.nparams = o.prob.nparams;
-      memcpy(ctx->prob.params, o.prob.params, sizeof ctx->prob.params);
-      memcpy(ctx->prob.size_name, o.prob.size_name, sizeof ctx->prob.size_name);
+      if (i > 0) rt_phases_restart();  // each size's RESULT.json its own phases
       exit_code = run_one_size(&o, &r);
       if (exit_code != 0) break;
     }

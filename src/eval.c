@@ -290,6 +290,7 @@ static int judge_size(const struct eval_opts *o, enum eval_stage st,
 {
   const char *status;
   char replay[96] = "";
+  int rc = 1;
 
   if (res)
     replay_hint(res, replay, sizeof(replay));
@@ -328,12 +329,30 @@ static int judge_size(const struct eval_opts *o, enum eval_stage st,
   }
   if (json_is_true(json_object_get(res, "protocol_test")))
     r->protocol_test = 1;
-  *out = json_incref(res);
-  return 0;
+  rc = 0;
 fail:
-  if (res)
-    *out = json_incref(res);
-  return 1;
+  *out = res ? json_incref(res) : NULL;
+  return rc;
+}
+
+/* The three tolerances a run of one size gets, as words ("-": none, the
+ * binary's default): the frozen thresholds (thresh.h), else workload.ini's
+ * rel_l2 alone. */
+static void tol_words(const struct eval_opts *o, const struct eval_thresh *th,
+                      char t[3][32])
+{
+  snprintf(t[0], 32, "-");
+  snprintf(t[1], 32, "-");
+  snprintf(t[2], 32, "-");
+  if (th && th->found) {
+    snprintf(t[0], 32, "%.6g", th->t.rel_l2);
+    if (th->t.row > 0)
+      snprintf(t[1], 32, "%.6g", th->t.row);
+    if (th->t.block > 0)
+      snprintf(t[2], 32, "%.6g", th->t.block);
+  } else if (o->wl->tol_rel_l2 > 0) {
+    snprintf(t[0], 32, "%g", o->wl->tol_rel_l2);
+  }
 }
 
 /* Write the --plan file of SIZES (runtime/rt_internal.cuh): a line per
@@ -346,17 +365,8 @@ static int write_plan(const struct eval_opts *o, const char *path,
   int i, rc;
 
   for (i = 0; i < n; i++) {
-    const struct eval_thresh *th = &ths[i];
-    char t[3][32] = {"-", "-", "-"};
-    if (th->found) {
-      snprintf(t[0], sizeof(t[0]), "%.6g", th->t.rel_l2);
-      if (th->t.row > 0)
-        snprintf(t[1], sizeof(t[1]), "%.6g", th->t.row);
-      if (th->t.block > 0)
-        snprintf(t[2], sizeof(t[2]), "%.6g", th->t.block);
-    } else if (o->wl->tol_rel_l2 > 0) {
-      snprintf(t[0], sizeof(t[0]), "%g", o->wl->tol_rel_l2);
-    }
+    char t[3][32];
+    tol_words(o, &ths[i], t);
     (void)buf_printf(&b, "%s %s %s %s %s\n", sizes[i].name, sizes[i].params,
                      t[0], t[1], t[2]);
   }
@@ -394,8 +404,8 @@ static int run_sizes(const struct eval_opts *o, struct eval_ctx *x,
   const struct workload_size *s = &sizes[0];
   const struct eval_thresh *th = &ths[0];
   const char *args[32];
-  char seed_s[32], tol_s[32], ltol_s[32], btol_s[32], vr_s[16],
-      resp[WORKLOAD_PATH + 64], plan[WORKLOAD_PATH + 64];
+  char seed_s[32], tols[3][32], vr_s[16], resp[WORKLOAD_PATH + 64],
+      plan[WORKLOAD_PATH + 64];
   struct launch_opts lo = {0};
   struct launch_result lr;
   struct run_end re;
@@ -447,26 +457,14 @@ static int run_sizes(const struct eval_opts *o, struct eval_ctx *x,
   args[na++] = seed_s;
   args[na++] = "--secret-fd";
   args[na++] = "0";
-  if (multi) {
-    /* the plan carries each size's thresholds */
-  } else if (th && th->found) { /* frozen thresholds (thresh.h) */
-    snprintf(tol_s, sizeof(tol_s), "%.6g", th->t.rel_l2);
-    args[na++] = "--tol";
-    args[na++] = tol_s;
-    if (th->t.row > 0) {
-      snprintf(ltol_s, sizeof(ltol_s), "%.6g", th->t.row);
-      args[na++] = "--local-tol";
-      args[na++] = ltol_s;
-    }
-    if (th->t.block > 0) {
-      snprintf(btol_s, sizeof(btol_s), "%.6g", th->t.block);
-      args[na++] = "--block-tol";
-      args[na++] = btol_s;
-    }
-  } else if (o->wl->tol_rel_l2 > 0) {
-    snprintf(tol_s, sizeof(tol_s), "%g", o->wl->tol_rel_l2);
-    args[na++] = "--tol";
-    args[na++] = tol_s;
+  if (!multi) { /* a plan carries each size's tolerances */
+    static const char *const flag[3] = {"--tol", "--local-tol", "--block-tol"};
+    tol_words(o, th, tols);
+    for (i = 0; i < 3; i++)
+      if (strcmp(tols[i], "-")) {
+        args[na++] = flag[i];
+        args[na++] = tols[i];
+      }
   }
   /* verify also runs the perturbed steps (a busy GPU, late inputs): they
    * catch candidates that do not wait for what they consume */

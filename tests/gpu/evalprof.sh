@@ -5,8 +5,8 @@
 # process's wall time as cuco saw it (wall_ms) and the runtime's phases
 # (phases_ms: start, boot, setup, verify, perturb, judge, warmup, timed).
 # Each eval runs twice: one process per size, then --one-process (every
-# size of a stage in one process, the runtime's --plan; ONE=0 skips it);
-# PLAN=1 also runs the moe binary with --plan by hand.  Then flash_attn_cp's slot_race cheat at --vranks 4
+# size of a stage in one process, the runtime's --plan; ONE=0 skips it).
+# Then flash_attn_cp's slot_race cheat at --vranks 4
 # (its race needs four ranks), and flash_attn_cp --impl all at short,mid
 # with whatever time is left (the bar table of issues 23 and 25).
 #   OUT=dir bash tests/gpu/run-all.sh tests/gpu/evalprof.sh:560
@@ -52,59 +52,13 @@ for spec in ${EVALS:-moe_dsv3 kv_transfer flash_attn_cp:short,mid}; do
     [ "${ONE:-1}" = 1 ] && ev "${wl}_one" 200 "workloads/$wl" --json --sizes "$sz" --one-process
   fi
 done
-# --plan (the runtime's sizes-in-one-process path): the binary eval built
-# above runs every size of a set in ONE process; its per-size RESULT.json
-# files (OUT.I) show status, phases and the process's wall time beside the
-# one-process-per-size figures of the eval above.
-plan() {  # WL MODE SET [ARGS...]
-  local wl=$1 mode=$2 set=$3 d=/tmp/ep/$1 bin s e rc n=0 names
-  shift 3
-  bin=$(ls "$d"/*.bin 2>/dev/null | head -1)
-  if [ -z "$bin" ] || [ "$(left)" -lt 60 ]; then
-    echo "plan $wl $mode: skipped (binary '${bin}', $(left) s left)" >>"$T"
-    return
-  fi
-  names=$(sed -n "s/^$set *= *//p" "workloads/$wl/workload.ini" | head -1 | tr -d ' ' | tr , ' ')
-  : >"$d/plan-$mode.txt"
-  for z in $names; do
-    echo "$z $(gpu_size_params "workloads/$wl/workload.ini" "$z" | tr -d ' ') - - -" >>"$d/plan-$mode.txt"
-    n=$((n + 1))
-  done
-  mkdir -p "$d/plan-$mode"
-  s=$(date +%s%N)
-  timeout -k 5 150 "$bin" --workload "$wl" --impl seed.cu --plan "$d/plan-$mode.txt" \
-    --mode "$mode" --seed 1234 --out "$d/plan-$mode/RESULT.json" "$@" \
-    >"$OUT/plan-$wl-$mode.log" 2>&1
-  rc=$?
-  e=$(date +%s%N)
-  echo "plan $wl $mode ($n sizes in one process): exit $rc after $(((e - s) / 1000000)) ms" >>"$T"
-  python3 - "$d/plan-$mode" "$n" >"$OUT/plan-$wl-$mode.json" <<'PY'
-import json, sys
-d, n = sys.argv[1], int(sys.argv[2])
-rows = []
-for i in range(n):
-    try:
-        r = json.load(open(f"{d}/RESULT.json.{i}"))
-    except Exception as ex:
-        rows.append({"i": i, "missing": str(ex)})
-        continue
-    t = r.get("timing") or {}
-    rows.append({"i": i, "size": r.get("size"), "status": r.get("status"),
-                 "error": r.get("error"), "phases_ms": r.get("phases_ms"),
-                 "steps": t.get("steps"), "stop": t.get("stop"),
-                 "median_ms": t.get("median_ms")})
-json.dump(rows, sys.stdout, indent=1)
-PY
-  python3 -c "import json,sys; [print('  ', r.get('size'), r.get('status'), r.get('phases_ms'), r.get('median_ms'), r.get('error') or '') for r in json.load(open(sys.argv[1]))]" "$OUT/plan-$wl-$mode.json" >>"$T" 2>&1
-}
-if [ "${PLAN:-0}" = 1 ]; then
-  plan moe_dsv3 verify verify --perturb
-  plan moe_dsv3 bench bench
-fi
 # slot_race: rejected at 4 virtual ranks (perturbed steps), or not
 W=$(mktemp -d)
 ./cuco eval workloads/flash_attn_cp --write-cheats "$W" >/dev/null 2>&1
-[ -f "$W/slot_race.cu" ] &&
+# a written cheat starts with its header comment, which is not frozen text
+f=$W/slot_race.cu
+h=$(grep -n '^// workloads/flash_attn_cp/seed.cu' "$f" 2>/dev/null | head -1 | cut -d: -f1)
+[ -n "$h" ] && sed -i "1,$((h - 1))d" "$f" &&
   ev slot_race_v4 120 workloads/flash_attn_cp --candidate "$W/slot_race.cu" --vranks 4 \
     --no-bench --json
 ev flash_all 400 workloads/flash_attn_cp --impl all --json --sizes short,mid
