@@ -145,7 +145,11 @@ extern "C" void *rt_alloc(struct wl_ctx *ctx, const char *name, size_t bytes,
   // buffers start zeroed instead, so the allocation cannot stand in for it.
   int zero = (flags & RT_ZERO) || (kind == RT_RECV && (ctx->skip & RT_CK_RECV_POISON)) ||
              (kind == RT_OUTPUT && (ctx->skip & RT_CK_POISON));
-  ce = cudaMemset(b->dev, zero ? 0 : 0xFF, bytes);
+  // On the step stream and waited for: a plain cudaMemset runs on the legacy
+  // stream, which is not ordered with the runtime's non-blocking streams, so
+  // the poison could land after the first reset hook had filled the buffer.
+  ce = cudaMemsetAsync(b->dev, zero ? 0 : 0xFF, bytes, ctx->stream);
+  if (ce == cudaSuccess) ce = cudaStreamSynchronize(ctx->stream);
   if (ce != cudaSuccess) {
     rt_fail(ctx, "cudaMemset(%s): %s", name, cudaGetErrorString(ce));
     return NULL;
@@ -212,14 +216,15 @@ static uint64_t input_key(const struct wl_ctx *ctx, uint32_t id, int rank,
 }
 
 // Refill every INPUT of this rank for the current step (runtime only).
-int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s) {
+int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s, unsigned long long *hash_dev) {
   int rc = 0;
   rt_vault_open();
   for (int i = 0; rc == 0 && i < ctx->nbufs; i++) {
     struct rt_buf *b = &ctx->bufs[i];
     if (b->kind != RT_INPUT) continue;
     rc = rt_fill_random(b->dev, b->bytes, b->dtype,
-                        input_key(ctx, b->id, ctx->prob.rank, ctx->input_step), s);
+                        input_key(ctx, b->id, ctx->prob.rank, ctx->input_step),
+                        hash_dev ? &hash_dev[2 * i] : NULL, s);
     if (rc == 0 && wl_input_post &&
         wl_input_post(ctx, b->name, ctx->prob.rank, b->dev, ctx->input_step, s) != 0) {
       rt_errorf("input hook for %s: %s", b->name, ctx->err);
@@ -241,7 +246,7 @@ extern "C" int rt_input_regen(struct wl_ctx *ctx, const char *name, int rank,
   if (rank < 0 || rank >= ctx->prob.nranks)
     return rt_fail(ctx, "rt_input_regen(%s): rank %d out of range", name, rank);
   if (rt_fill_random(dst_dev, b->bytes, b->dtype,
-                     input_key(ctx, b->id, rank, ctx->input_step),
+                     input_key(ctx, b->id, rank, ctx->input_step), NULL,
                      ctx->ref_stream) != 0)
     return rt_fail(ctx, "%s", rt_last_error);
   if (wl_input_post && wl_input_post(ctx, name, rank, dst_dev, ctx->input_step, ctx->ref_stream) != 0)

@@ -78,8 +78,10 @@ int rt_dtype_size(int dtype);
 int rt_dtype_is_float(int dtype);
 const char *rt_dtype_name(int dtype);
 
-// rt_ctx.cu: refill this rank's INPUTs for ctx->input_step; free all buffers.
-int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s);
+// rt_ctx.cu: refill this rank's INPUTs for ctx->input_step (with HASH_DEV,
+// input I's hash goes to HASH_DEV[2 * I] in the same pass; NULL: none);
+// free all buffers.
+int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s, unsigned long long *hash_dev);
 void rt_ctx_release(struct wl_ctx *ctx);
 
 // rt_secret.cu: the per-run secret in a PROT_NONE page (docs/contracts.md 4d).
@@ -91,7 +93,7 @@ int rt_secret_parse(const char *hex, uint64_t *k0, uint64_t *k1);
 uint64_t rt_siphash_words(uint64_t k0, uint64_t k1, const uint64_t *m, int n);
 // PRF(secret, DOMAIN, A, B, C): SipHash-2-4 of the four words.
 uint64_t rt_prf(uint64_t domain, uint64_t a, uint64_t b, uint64_t c);
-enum { RT_PRF_INPUT = 1, RT_PRF_TIMED = 2, RT_PRF_PERTURB = 3 };
+enum { RT_PRF_INPUT = 1, RT_PRF_TIMED = 2, RT_PRF_PERTURB = 3, RT_PRF_HASH = 4 };
 // The vault page is readable only between open and close (nested).
 void rt_vault_open(void);
 void rt_vault_close(void);
@@ -100,11 +102,14 @@ int rt_in_reference(void);              // 0 while the vault is closed
 
 // Device helpers (rt_kernels.cu); all enqueue on STREAM.
 uint64_t rt_mix64(uint64_t x);
+// Seeded random inputs under KEY (rt_kernels.cu: one mix per 8 bytes); with
+// HASH_OUT (device u64, else NULL) also rt_hash's value of what was written.
 int rt_fill_random(void *dev, size_t bytes, int dtype, uint64_t key,
-                   cudaStream_t stream);
+                   unsigned long long *hash_out, cudaStream_t stream);
 int rt_poison(void *dev, size_t bytes, int dtype, int counts,
               cudaStream_t stream);
-// Order-dependent 64-bit hash of BYTES at DEV into *OUT_DEV (device u64).
+// Order-dependent 64-bit hash of BYTES at DEV into *OUT_DEV (device u64),
+// keyed by the per-run secret (RT_PRF_HASH).
 int rt_hash(const void *dev, size_t bytes, unsigned long long *out_dev,
             cudaStream_t stream);
 int rt_spin(double ms, cudaStream_t stream);

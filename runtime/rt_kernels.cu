@@ -25,37 +25,84 @@ __device__ static inline float unit_float(uint64_t h) {
   return (float)((int32_t)(h >> 40) - (1 << 23)) * (1.0f / (1 << 23));
 }
 
-__global__ void k_fill(unsigned char *p, size_t n_elems, int dtype,
-                       uint64_t key) {
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_elems;
-       i += stride) {
-    uint64_t h = mix64(key ^ mix64(i));
-    switch (dtype) {
-      case RT_BF16:
-        ((__nv_bfloat16 *)p)[i] = __float2bfloat16(unit_float(h));
-        break;
-      case RT_F16:
-        ((__half *)p)[i] = __float2half(unit_float(h));
-        break;
-      case RT_F32:
-        ((float *)p)[i] = unit_float(h);
-        break;
-      case RT_F64:
-        ((double *)p)[i] = (double)unit_float(h);
-        break;
-      case RT_I32:
-      case RT_U32:
-        ((uint32_t *)p)[i] = (uint32_t)(h >> 32);
-        break;
-      case RT_I64:
-        ((uint64_t *)p)[i] = h;
-        break;
-      default:
-        p[i] = (unsigned char)(h >> 56);
-        break;
-    }
+#define RT_GAMMA 0x9E3779B97F4A7C15ull
+
+// Word I (bytes 8I..8I+7) of an input filled under KEY: all its bits come
+// from ONE splitmix64 output, h = mix64(key + I * gamma): four bf16/f16
+// elements from 16 random bits each, two f32 from 24, one f64, or the raw
+// bits of integers and bytes.  (The fill used to mix twice per element: at
+// moe_dsv3's 22.5 GB of bf16 weights that was ~35 ms of integer multiplies
+// a step, more than the step; this is one mix per 8 bytes, bound by HBM.)
+__device__ static inline uint64_t fill_word(uint64_t key, size_t i, int dtype) {
+  const uint64_t h = mix64(key + (uint64_t)i * RT_GAMMA);
+  uint64_t w = 0;
+  switch (dtype) {
+    case RT_BF16:
+    case RT_F16:
+      for (int j = 0; j < 4; j++) {
+        const float f = (float)((int)((h >> (16 * j)) & 0xFFFF) - 32768) * (1.0f / 32768);
+        const unsigned short b = dtype == RT_BF16 ? __bfloat16_as_ushort(__float2bfloat16(f))
+                                                  : __half_as_ushort(__float2half(f));
+        w |= (uint64_t)b << (16 * j);
+      }
+      return w;
+    case RT_F32:
+      for (int j = 0; j < 2; j++) {
+        const uint32_t q = (uint32_t)(h >> (32 * j));
+        const float f = (float)((int32_t)(q >> 8) - (1 << 23)) * (1.0f / (1 << 23));
+        w |= (uint64_t)__float_as_uint(f) << (32 * j);
+      }
+      return w;
+    case RT_F64:
+      return (uint64_t)__double_as_longlong((double)unit_float(h));
+    default:
+      return h;
   }
+}
+
+// The input hash: the sum over 8-byte words I (a short last word
+// zero-padded) of mix64(w ^ (hk + (I + 1) * gamma)).  HK is a PRF of the
+// per-run secret (RT_PRF_HASH): an unkeyed sum of an invertible mix could
+// be forged, a candidate changing two words so that the sum stays.
+__device__ static inline uint64_t hash_term(uint64_t w, uint64_t hk, size_t i) {
+  return mix64(w ^ (hk + (uint64_t)(i + 1) * RT_GAMMA));
+}
+
+// Word I of the BYTES at P, zero-padded past the end (8-byte loads where P
+// is aligned).
+__device__ static inline uint64_t load_word(const unsigned char *p, size_t bytes, size_t i,
+                                            bool aligned) {
+  const size_t left = bytes - i * 8;
+  if (left >= 8 && aligned) return ((const uint64_t *)p)[i];
+  uint64_t w = 0;
+  for (size_t b = 0; b < 8 && b < left; b++) w |= (uint64_t)p[i * 8 + b] << (8 * b);
+  return w;
+}
+
+__device__ static inline void warp_add(unsigned long long *out, uint64_t acc) {
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffff, acc, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, (unsigned long long)acc);
+}
+
+// Fill BYTES at P under KEY; with OUT, add the hash (under HK) of what was
+// written, so that a fresh input needs no second pass to be hashed.
+__global__ void k_fill(unsigned char *p, size_t bytes, int dtype, uint64_t key, uint64_t hk,
+                       unsigned long long *out) {
+  const size_t nw = (bytes + 7) / 8, stride = (size_t)gridDim.x * blockDim.x;
+  const bool aligned = ((uintptr_t)p & 7) == 0;
+  uint64_t acc = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < nw; i += stride) {
+    uint64_t w = fill_word(key, i, dtype);
+    const size_t left = bytes - i * 8;
+    if (left >= 8 && aligned) {
+      ((uint64_t *)p)[i] = w;
+    } else {
+      for (size_t b = 0; b < 8 && b < left; b++) p[i * 8 + b] = (unsigned char)(w >> (8 * b));
+      if (left < 8) w &= (1ull << (8 * left)) - 1;
+    }
+    if (out) acc += hash_term(w, hk, i);
+  }
+  if (out) warp_add(out, acc);
 }
 
 static int grid_for(size_t n, int threads) {
@@ -64,20 +111,21 @@ static int grid_for(size_t n, int threads) {
   return g ? (int)g : 1;
 }
 
-int rt_fill_random(void *dev, size_t bytes, int dtype, uint64_t key,
+// HK, the hash key: read from the vault just for the launch.
+static uint64_t hash_key(void) { return rt_prf(RT_PRF_HASH, 0, 0, 0); }
+
+int rt_fill_random(void *dev, size_t bytes, int dtype, uint64_t key, unsigned long long *hash_out,
                    cudaStream_t stream) {
-  int es = rt_dtype_size(dtype);
-  size_t n = bytes / es, tail = bytes - n * es;
-  if (n) {
-    k_fill<<<grid_for(n, 256), 256, 0, stream>>>((unsigned char *)dev, n, dtype,
-                                                 key);
-    CUDA_CHECK(cudaGetLastError());
+  if (!bytes) return 0;
+  uint64_t hk = 0;
+  if (hash_out) {
+    CUDA_CHECK(cudaMemsetAsync(hash_out, 0, sizeof *hash_out, stream));
+    hk = hash_key();
   }
-  if (tail) {
-    k_fill<<<1, 32, 0, stream>>>((unsigned char *)dev + n * es, tail, RT_U8,
-                                 key ^ 0x7A11ull);
-    CUDA_CHECK(cudaGetLastError());
-  }
+  k_fill<<<grid_for((bytes + 7) / 8, 256), 256, 0, stream>>>((unsigned char *)dev, bytes, dtype,
+                                                             key, hk, hash_out);
+  hk = 0;
+  CUDA_CHECK(cudaGetLastError());
   return 0;
 }
 
@@ -91,27 +139,24 @@ int rt_poison(void *dev, size_t bytes, int dtype, int counts,
   return 0;
 }
 
-__global__ void k_hash(const unsigned char *p, size_t bytes,
+__global__ void k_hash(const unsigned char *p, size_t bytes, uint64_t hk,
                        unsigned long long *out) {
-  size_t nw = bytes / 8, stride = (size_t)gridDim.x * blockDim.x;
+  const size_t nw = (bytes + 7) / 8, stride = (size_t)gridDim.x * blockDim.x;
+  const bool aligned = ((uintptr_t)p & 7) == 0;
   uint64_t acc = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < nw;
-       i += stride) {
-    uint64_t w;
-    memcpy(&w, p + i * 8, 8);
-    acc += mix64(w ^ mix64(i + 1));
-  }
-  size_t gi = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (gi < bytes - nw * 8) acc += mix64(p[nw * 8 + gi] ^ mix64(~gi));
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffff, acc, o);
-  if ((threadIdx.x & 31) == 0) atomicAdd(out, (unsigned long long)acc);
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < nw; i += stride)
+    acc += hash_term(load_word(p, bytes, i, aligned), hk, i);
+  warp_add(out, acc);
 }
 
 int rt_hash(const void *dev, size_t bytes, unsigned long long *out_dev,
             cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(out_dev, 0, sizeof *out_dev, stream));
-  k_hash<<<grid_for(bytes / 8 + 8, 256), 256, 0, stream>>>(
-      (const unsigned char *)dev, bytes, out_dev);
+  if (!bytes) return 0;
+  uint64_t hk = hash_key();
+  k_hash<<<grid_for((bytes + 7) / 8, 256), 256, 0, stream>>>((const unsigned char *)dev, bytes,
+                                                             hk, out_dev);
+  hk = 0;
   CUDA_CHECK(cudaGetLastError());
   return 0;
 }

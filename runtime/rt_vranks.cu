@@ -197,7 +197,7 @@ static int vr_prepare(struct vr_run *v, struct wl_ctx *ctx, unsigned long long s
   int skip = v->o->skip;
   if (step == 1 || !(skip & RT_CK_FRESH)) {
     ctx->input_step = step;
-    RT_TRY(rt_inputs_fill(ctx, ctx->stream));
+    RT_TRY(rt_inputs_fill(ctx, ctx->stream, NULL));
   }
   for (int i = 0; i < ctx->nbufs; i++) {
     struct rt_buf *b = &ctx->bufs[i];

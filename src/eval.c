@@ -389,7 +389,8 @@ static int plan_ok(const struct workload_size *sizes, int n)
 }
 
 /* Run the binary on N sizes in one mode: one process per size, or with
- * eval_opts.one_process and N > 1 all of them in one process (--plan).
+ * N > 1 (and not eval_opts.per_size_process) all of them in one process
+ * (--plan).
  * rcs[i]: 0 size i passed (its metrics in outs[i]), 1 the candidate failed
  * there (verdict set), -1 not run (an earlier size failed).  0, or
  * negative on an internal error. */
@@ -601,8 +602,8 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
     bymode = json_object();
     json_object_set_new(r->metrics, mode, bymode);
   }
-  /* one process for every size of the stage (eval_opts.one_process) */
-  plan = o->one_process && n > 1 && o->wl->kind == WORKLOAD_RUNTIME &&
+  /* one process for every size of the stage (unless per_size_process) */
+  plan = !o->per_size_process && n > 1 && o->wl->kind == WORKLOAD_RUNTIME &&
          o->vranks <= 0 && n <= EVAL_PLAN_MAX && plan_ok(sizes, n);
   if (plan) {
     for (i = 0; i < n; i++)

@@ -111,10 +111,11 @@ struct eval_opts {
   pthread_mutex_t *run_lock;
   int build_nice; /* > 0: the compilers run at this nice value, so that a
                      build beside a timed run takes CPU only it leaves */
-  /* runtime workloads, real ranks: every size of a stage in ONE process
-   * of the binary (its --plan, docs/contracts.md section 4): CUDA, NCCL
-   * and the libraries start once per stage, not per size (issue 26) */
-  int one_process;
+  /* runtime workloads, real ranks: every size of a stage runs in ONE
+   * process of the binary (its --plan, docs/contracts.md section 4), so
+   * that CUDA, NCCL and the libraries start once per stage, not per size
+   * (issue 26; the default since 2026-12-03); 1: a process per size */
+  int per_size_process;
 };
 
 #define EVAL_PLAN_MAX 32 /* sizes in one --plan process (RT_PLAN_MAX) */

@@ -215,6 +215,7 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
       {"static-only", no_argument, NULL, 'A'},
       {"no-bench", no_argument, NULL, 'B'},
       {"one-process", no_argument, NULL, 'P'},
+      {"process-per-size", no_argument, NULL, 'Q'},
       {"out", required_argument, NULL, 'o'},
       {"json", no_argument, NULL, 'j'},
       {"timeout", required_argument, NULL, 't'},
@@ -279,8 +280,11 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     case 'B':
       o.skip_bench = 1;
       break;
-    case 'P':
-      o.one_process = 1;
+    case 'P': /* --one-process: the default now, kept for old scripts */
+      o.per_size_process = 0;
+      break;
+    case 'Q':
+      o.per_size_process = 1;
       break;
     case 'o':
       outdir = optarg;
