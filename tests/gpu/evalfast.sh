@@ -50,8 +50,10 @@ l=$(left)
 # the end-of-run confirmation (12 more evaluations) is left out: this
 # measures the search's rate, not the confirmation's
 printf '[evolve]\nconfirm = 0\n' >/tmp/evalfast.ini
-CUCO_CONFIG=/tmp/evalfast.ini run evolve-moe 200 "$OUT/evolve-moe.txt" ./cuco evolve workloads/moe_dsv3 --llm none \
+export CUCO_CONFIG=/tmp/evalfast.ini
+run evolve-moe 200 "$OUT/evolve-moe.txt" ./cuco evolve workloads/moe_dsv3 --llm none \
   --islands 2 --generations 8 --seed 1 --time-limit $((l > 230 ? 150 : l / 2)) --out "$EV"
+unset CUCO_CONFIG
 cp "$EV/run.db" "$OUT/evolve-moe.db" 2>/dev/null
 python3 - "$EV/run.db" >"$OUT/rate.json" <<'PY'
 import json, sqlite3, statistics, sys
