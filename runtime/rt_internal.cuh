@@ -93,6 +93,9 @@ int rt_secret_parse(const char *hex, uint64_t *k0, uint64_t *k1);
 uint64_t rt_siphash_words(uint64_t k0, uint64_t k1, const uint64_t *m, int n);
 // PRF(secret, DOMAIN, A, B, C): SipHash-2-4 of the four words.
 uint64_t rt_prf(uint64_t domain, uint64_t a, uint64_t b, uint64_t c);
+// Size R of a --plan run: mixed into every later rt_prf (rt_main.cu sets it
+// as each size starts; 0 otherwise).
+void rt_prf_round(unsigned r);
 enum { RT_PRF_INPUT = 1, RT_PRF_TIMED = 2, RT_PRF_PERTURB = 3, RT_PRF_HASH = 4 };
 // The vault page is readable only between open and close (nested).
 void rt_vault_open(void);

@@ -579,18 +579,23 @@ static struct rt_check g_all[RT_MAX_CHECKS * 64];
 // One size of the run, from wl_setup to wl_teardown; the communicator and
 // the runtime's own buffers stay for the next.  Rank 0 writes the size's
 // RESULT.json before the teardown.  0 passed, 3 a check failed, 4 an error.
-static int run_one_size(struct rt_opts *o, struct rt_run *r) {
+static int run_one_size(struct rt_opts *o, struct rt_run *r, unsigned round) {
   struct wl_ctx *ctx = r->ctx;
   const char *status = "error";
   int exit_code = 4, setup_done = 0, setup_rc = 0, nall = 0;
   // What a fresh process would hand this size (a no-op for the first),
-  // except the epoch and step, which go on counting: a new size's buffers
-  // may reuse the old one's device memory, and epoch-tagged flags left
-  // there must look old (a fresh process has zeroed memory and epoch 0;
-  // moe_dsv3's seed read a prefill flag as a decode count when the epoch
-  // restarted: H200, 2026-12-03).
+  // with the epoch and the step numbers from 0 again: protocols count from
+  // the first epoch (kv_transfer's cheat public_steps, a deferred push that
+  // waits for done == epoch * CTAs, hung at its second size while the
+  // epoch went on counting: H200, 2026-12-03).  The secret choices must not repeat with the
+  // step numbers (a candidate that timed size 1's verified steps would
+  // know size 2's): rt_prf_round puts the size into every PRF.  Buffers
+  // from rt_alloc are poisoned or zeroed before wl_setup returns, so no
+  // flag of the previous size survives in them.
   r->plain_max_ms = 0, r->nchecks = 0, r->failed = 0, r->first_reason[0] = 0;
   memset(&g_tm, 0, sizeof g_tm);
+  ctx->epoch = 0, ctx->step = 0, ctx->input_step = 0;
+  rt_prf_round(round);
   ctx->user = NULL, ctx->reset_fn = NULL, ctx->err[0] = 0;
   rt_last_error[0] = 0;
   ctx->prob.nparams = o->prob.nparams;
@@ -761,7 +766,7 @@ int main(int argc, char **argv) {
     }
   }
   if (o.plan_n == 0) {
-    exit_code = run_one_size(&o, &r);
+    exit_code = run_one_size(&o, &r, 0);
   } else {
     // --plan: the sizes one after another in this process (NCCL, CUDA and
     // the libraries start once); size i's RESULT.json is OUT.i.  The first
@@ -776,7 +781,7 @@ int main(int argc, char **argv) {
       snprintf(res, sizeof res, "%s.%d", o.out, i);
       o.result_out = res;
       if (i > 0) rt_phases_restart();  // each size's RESULT.json its own phases
-      exit_code = run_one_size(&o, &r);
+      exit_code = run_one_size(&o, &r, (unsigned)i);
       if (exit_code != 0) break;
     }
   }

@@ -86,8 +86,14 @@ void rt_vault_close(void) {
   }
 }
 
+// The size of a --plan run (0 for the first and for single-size runs): in
+// every PRF, so that the sizes of one process, each counting its steps from
+// 1 as a fresh process would, never share an input key, a verified step or a
+// perturbation.  Not a secret.
+static uint64_t g_round;
+void rt_prf_round(unsigned r) { g_round = r; }
 uint64_t rt_prf(uint64_t domain, uint64_t a, uint64_t b, uint64_t c) {
-  uint64_t m[4] = {domain, a, b, c};
+  uint64_t m[4] = {domain ^ (g_round << 32), a, b, c};
   rt_vault_open();
   uint64_t h = rt_siphash_words(g_vault->k0, g_vault->k1, m, 4);
   rt_vault_close();
