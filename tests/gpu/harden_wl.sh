@@ -41,8 +41,8 @@ bench_size() {
   local v
   v=$(eval echo "\${SIZE_$1:-}")
   [ -n "$v" ] && { echo "$v"; return; }
-  # outputs over 2^24 elements: the bench verifies a secret quarter of
-  # the timed steps there (every step at smaller sizes, rt_main.cu)
+  # the bench sizes: timed steps are verified with secret odds (1/2,
+  # 1/4, 1/8: verify_odds in rt_main.cu)
   case $1 in moe_dsv3) echo prefill ;; flash_attn_cp) echo mid ;; *) echo short ;; esac
 }
 verify_size() { case $1 in kv_transfer) echo v_small ;; moe_dsv3) echo v_t33 ;; *) echo v_small ;; esac; }
