@@ -109,6 +109,7 @@ int rt_plan_select(struct rt_opts *o, int i) {
     return -1;
   }
   const struct rt_plan_size *z = &o->plan[i];
+  o->plan_cur = i;
   o->prob.nparams = 0;
   if (parse_params(z->params, &o->prob)) {
     rt_errorf("--plan: bad params '%s'", z->params);
@@ -330,6 +331,9 @@ void rt_progress(const struct rt_opts *o, const char *stage) {
   FILE *f = fopen(tmp, "w");
   if (!f) return;
   fprintf(f, "%s\n", stage);
+  // A --plan run: the size, so that a hang is charged to the size where the
+  // hung rank was (cuco's launcher reads "size I").
+  if (o->plan_n) fprintf(f, "size %d\n", o->plan_cur);
   if (fclose(f) == 0) rename(tmp, path);
 }
 

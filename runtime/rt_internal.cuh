@@ -194,7 +194,7 @@ struct rt_opts {
   // Each line: NAME PARAMS TOL LOCAL_TOL BLOCK_TOL ('-': the command
   // line's); rt_plan_select makes size I current.  RESULT.json of size I
   // is OUT.I (result_out); the progress file stays OUT.rankR.progress.
-  int plan_n;
+  int plan_n, plan_cur;  // sizes, and the current one (progress "size I")
   struct rt_plan_size *plan;
   const char *result_out;  // NULL: out
 };

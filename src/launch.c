@@ -3,6 +3,7 @@
 #include "launch.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,25 +72,6 @@ int launch_stage_rank(const char *stage)
     if (!strncmp(stage, order[i], strlen(order[i])))
       return i;
   return -1;
-}
-
-static void read_progress(const char *result_path, int rank, char *out,
-                          size_t n)
-{
-  char p[2048], line[128] = "";
-  FILE *f;
-
-  snprintf(p, sizeof(p), "%s.rank%d.progress", result_path, rank);
-  *out = '\0';
-  f = fopen(p, "r");
-  if (!f)
-    return;
-  if (fgets(line, sizeof(line), f)) {
-    size_t l = strcspn(line, "\r\n");
-    line[l] = '\0';
-    snprintf(out, n, "%s", line);
-  }
-  fclose(f);
 }
 
 static int is_num(const json_t *j)
@@ -184,17 +166,20 @@ static void describe(const struct launch_opts *o, struct launch_result *r,
                      struct rank_job *jobs)
 {
   char how[128], stages[LAUNCH_MAX_RANKS][64];
+  int sizes[LAUNCH_MAX_RANKS];
   size_t used = 0;
-  int i, worst = 99;
+  int i, worst = INT_MAX;
 
   for (i = 0; i < o->nranks; i++)
-    read_progress(o->result_path, i, stages[i], sizeof(stages[i]));
+    sizes[i] = launcher_read_progress(o->result_path, i, stages[i], sizeof(stages[i]));
   if (r->timed_out) {
     for (i = 0; i < o->nranks; i++) {
       int sr;
       if (jobs[i].started_ok && jobs[i].res.outcome == PROC_EXITED)
         continue; /* it finished */
-      sr = launch_stage_rank(stages[i]);
+      /* a --plan run: an earlier size is less advanced than any stage of
+       * a later one */
+      sr = launch_stage_rank(stages[i]) + 100 * (sizes[i] > 0 ? sizes[i] : 0);
       if (sr < worst) {
         worst = sr;
         r->hang_rank = i;
@@ -202,6 +187,7 @@ static void describe(const struct launch_opts *o, struct launch_result *r,
     }
     if (r->hang_rank < 0)
       r->hang_rank = 0;
+    r->hang_size = sizes[r->hang_rank];
     snprintf(r->hang_stage, sizeof(r->hang_stage), "%s", stages[r->hang_rank]);
     used =
         (size_t)snprintf(r->what, sizeof(r->what),
@@ -253,7 +239,7 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
     return launch_run_ext(o, r, e);
   memset(r, 0, sizeof(*r));
   r->exit_code = -1;
-  r->failed_rank = r->hang_rank = -1;
+  r->failed_rank = r->hang_rank = r->hang_size = -1;
   if (n < 1 || n > LAUNCH_MAX_RANKS || o->nargs > ARGS_MAX)
     return err_set(e, ERR_USAGE, "bad rank count %d", n);
   jobs = calloc((size_t)n, sizeof(*jobs));

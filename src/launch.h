@@ -47,6 +47,7 @@ struct launch_result {
   int failed_rank;        /* first rank that failed (exit != 0, signal), -1 */
   int hang_rank;          /* on timeout: the least advanced rank, -1 */
   char hang_stage[64];    /* its last progress stage ("" = none written) */
+  int hang_size;          /* the --plan size it was at ("size I"), -1 */
   char what[512];         /* one line: what happened, naming ranks */
   char *log;              /* capped tails of every rank's stdout/stderr */
   json_t *result;         /* RESULT.json when present and valid, else NULL */

@@ -29,7 +29,7 @@ int launch_run_ext(const struct launch_opts *o, struct launch_result *r,
 
   memset(r, 0, sizeof(*r));
   r->exit_code = -1;
-  r->failed_rank = r->hang_rank = -1;
+  r->failed_rank = r->hang_rank = r->hang_size = -1;
   if (o->nranks < 1 || o->nranks > LAUNCH_MAX_RANKS || o->nargs > ARGS_MAX)
     return err_set(e, ERR_USAGE, "bad rank count %d", o->nranks);
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -90,6 +90,7 @@ int launch_run_ext(const struct launch_opts *o, struct launch_result *r,
   r->interrupted = lr.interrupted;
   if (lr.timed_out) {
     r->hang_rank = lr.hang_rank;
+    r->hang_size = lr.hang_size;
     snprintf(r->hang_stage, sizeof(r->hang_stage), "%s", lr.hang_stage);
   } else if (!lr.all_ok) {
     r->failed_rank = 0; /* the launcher does not say which: rank 0 */

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,20 +318,24 @@ static int stage_order(const char *stage)
   return -1;
 }
 
-static void read_progress(const char *prefix, int rank, char *out, size_t n)
+int launcher_read_progress(const char *prefix, int rank, char *out, size_t n)
 {
   char p[2048], line[128] = "";
   FILE *f;
+  int size = -1;
 
   *out = '\0';
   snprintf(p, sizeof(p), "%s.rank%d.progress", prefix, rank);
   f = fopen(p, "r");
   if (!f)
-    return;
+    return -1;
   if (fgets(line, sizeof(line), f))
     line[strcspn(line, "\r\n")] = '\0';
-  fclose(f);
   snprintf(out, n, "%s", line);
+  if (fgets(line, sizeof(line), f) && sscanf(line, "size %d", &size) != 1)
+    size = -1;
+  fclose(f);
+  return size < 0 || size > 1000000 ? -1 : size;
 }
 
 /* On our deadline: the least advanced rank that is not done, and what the
@@ -340,9 +345,9 @@ static void name_hang(const struct launcher_run_opts *o,
 {
   char st[64], others[300] = "";
   size_t used = 0;
-  int i, worst = 99;
+  int i, worst = INT_MAX;
 
-  r->hang_rank = -1;
+  r->hang_rank = r->hang_size = -1;
   if (!o->progress_prefix) {
     snprintf(r->what, sizeof(r->what),
              "hang: timed out after %.0f s (%s run of %d ranks%s%s)",
@@ -352,21 +357,24 @@ static void name_hang(const struct launcher_run_opts *o,
     return;
   }
   for (i = 0; i < o->nranks && i < RANKS_MAX; i++) {
-    int sr;
-    read_progress(o->progress_prefix, i, st, sizeof(st));
+    int sr, size = launcher_read_progress(o->progress_prefix, i, st, sizeof(st));
     sr = stage_order(st);
     if (sr == 6)
       continue;
+    /* a --plan run: an earlier size is less advanced than any stage of a
+     * later one */
+    sr += 100 * (size > 0 ? size : 0);
     if (sr < worst) {
       worst = sr;
       r->hang_rank = i;
+      r->hang_size = size;
       snprintf(r->hang_stage, sizeof(r->hang_stage), "%s", st);
     }
   }
   for (i = 0; i < o->nranks && i < RANKS_MAX && used < sizeof(others); i++) {
     if (i == r->hang_rank)
       continue;
-    read_progress(o->progress_prefix, i, st, sizeof(st));
+    (void)launcher_read_progress(o->progress_prefix, i, st, sizeof(st));
     used += (size_t)snprintf(others + used, sizeof(others) - used,
                              "; rank %d at '%s'", i, *st ? st : "none");
   }
@@ -653,7 +661,7 @@ int launcher_run(const struct launcher_run_opts *o, struct launcher_result *r,
   memset(r, 0, sizeof(*r));
   memset(&j, 0, sizeof(j));
   r->exit_code = -1;
-  r->hang_rank = -1;
+  r->hang_rank = r->hang_size = -1;
   buf_init(&r->out, OUT_MAX);
   buf_init(&r->err, ERR_MAX);
   if (o->nranks < 1 || o->nranks > RANKS_MAX || !o->argv || !o->argv[0])

@@ -131,6 +131,7 @@ struct launcher_result {
   int exit_code; /* its exit status, -1 when killed */
   int timed_out; /* our deadline passed */
   int hang_rank; /* on timeout: the least advanced rank, -1 */
+  int hang_size; /* and the --plan size it was at (progress "size I"), -1 */
   char hang_stage[64];
   int cancelled;    /* Slurm cancelled the step (not our deadline) */
   int job_ended;    /* ... the whole job (allocation) */
@@ -146,5 +147,10 @@ struct launcher_result {
 int launcher_run(const struct launcher_run_opts *o, struct launcher_result *r,
                  struct err *e) WARN_UNUSED;
 void launcher_result_release(struct launcher_result *r);
+
+/* The progress file PREFIX.rankRANK.progress: its first line (the rank's
+ * last stage) into OUT ("" when absent); returns its second line's size
+ * index ("size I", written by --plan runs) or -1. */
+int launcher_read_progress(const char *prefix, int rank, char *out, size_t n);
 
 #endif
