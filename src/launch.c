@@ -171,7 +171,8 @@ static void describe(const struct launch_opts *o, struct launch_result *r,
   int i, worst = INT_MAX;
 
   for (i = 0; i < o->nranks; i++)
-    sizes[i] = launcher_read_progress(o->result_path, i, stages[i], sizeof(stages[i]));
+    sizes[i] = launcher_read_progress(o->result_path, i, stages[i],
+                                      sizeof(stages[i]));
   if (r->timed_out) {
     for (i = 0; i < o->nranks; i++) {
       int sr;

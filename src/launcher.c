@@ -357,7 +357,8 @@ static void name_hang(const struct launcher_run_opts *o,
     return;
   }
   for (i = 0; i < o->nranks && i < RANKS_MAX; i++) {
-    int sr, size = launcher_read_progress(o->progress_prefix, i, st, sizeof(st));
+    int sr,
+        size = launcher_read_progress(o->progress_prefix, i, st, sizeof(st));
     sr = stage_order(st);
     if (sr == 6)
       continue;
