@@ -490,8 +490,12 @@ static int run_sizes(const struct eval_opts *o, struct eval_ctx *x,
   lo.work_dir = x->work_dir;
   lo.result_path = resp;
   lo.lib_dirs = x->lib_dirs;
-  /* the per-run limit holds for every size of a plan */
+  /* the per-run limit holds for every size of a plan: the whole process
+   * gets the sizes' sum, and each size the limit (the launcher watches the
+   * ranks' progress files, which name the size) */
   lo.timeout_s = (o->run_timeout_s > 0 ? o->run_timeout_s : 120) * n;
+  if (multi)
+    lo.size_timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
   lo.stdin_data = secret;
   lo.launcher = o->launcher;
   t0 = eval_now();

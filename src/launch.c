@@ -190,12 +190,11 @@ static void describe(const struct launch_opts *o, struct launch_result *r,
       r->hang_rank = 0;
     r->hang_size = sizes[r->hang_rank];
     snprintf(r->hang_stage, sizeof(r->hang_stage), "%s", stages[r->hang_rank]);
-    used =
-        (size_t)snprintf(r->what, sizeof(r->what),
-                         "hang: timed out after %.0f s; rank %d did not "
-                         "finish (last stage '%s')",
-                         o->timeout_s > 0 ? o->timeout_s : 120.0, r->hang_rank,
-                         *r->hang_stage ? r->hang_stage : "none");
+    used = (size_t)snprintf(r->what, sizeof(r->what),
+                            "hang: timed out after %.0f s; rank %d did not "
+                            "finish (last stage '%s')",
+                            r->hang_after_s, r->hang_rank,
+                            *r->hang_stage ? r->hang_stage : "none");
     for (i = 0; i < o->nranks && used < sizeof(r->what); i++)
       if (i != r->hang_rank)
         used += (size_t)snprintf(r->what + used, sizeof(r->what) - used,
@@ -233,8 +232,9 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
   char idfile[2048], ldp[8192], cvd[512], *extra[4], resdir[2048];
   const char *rw[2] = {resdir, NULL};
   volatile int cancel = 0;
-  double t0 = now_s(), fail_at = 0;
-  int i, n = o->nranks, started = 0, rc = 0;
+  double t0 = now_s(), fail_at = 0, size_seen = t0, since[LAUNCH_MAX_RANKS];
+  int i, n = o->nranks, started = 0, rc = 0, size_hang = 0,
+         at[LAUNCH_MAX_RANKS];
 
   if (o->launcher && o->launcher->kind != LAUNCHER_LOCAL)
     return launch_run_ext(o, r, e);
@@ -306,8 +306,13 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
     }
     started++;
   }
+  for (i = 0; i < n; i++)
+    at[i] = -2, since[i] = t0;
   /* Watch: a failed rank lets the others stop for fail_grace_s, then
-   * they are cancelled (a peer blocked in NCCL would wait forever). */
+   * they are cancelled (a peer blocked in NCCL would wait forever).  A
+   * --plan run: a rank that stays at one size for size_timeout_s hangs
+   * (checked twice a second), so the whole-run limit (a size's times the
+   * sizes) does not make a hang at the first size wait for all of them. */
   for (;;) {
     int running = 0;
     for (i = 0; i < started; i++) {
@@ -321,6 +326,22 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
     }
     if (!running)
       break;
+    if (o->size_timeout_s > 0 && !size_hang && now_s() - size_seen >= 0.5) {
+      size_seen = now_s();
+      for (i = 0; i < started; i++) {
+        char st[64];
+        int sz;
+        if (__atomic_load_n(&jobs[i].finished, __ATOMIC_SEQ_CST))
+          continue;
+        sz = launcher_read_progress(o->result_path, i, st, sizeof(st));
+        if (sz != at[i]) {
+          at[i] = sz, since[i] = size_seen;
+        } else if (size_seen - since[i] > o->size_timeout_s) {
+          size_hang = 1;
+          __atomic_store_n(&cancel, 1, __ATOMIC_SEQ_CST);
+        }
+      }
+    }
     if (fail_at &&
         now_s() - fail_at > (o->fail_grace_s > 0 ? o->fail_grace_s : 5.0))
       __atomic_store_n(&cancel, 1, __ATOMIC_SEQ_CST);
@@ -341,7 +362,8 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
   r->all_ok = 1;
   for (i = 0; i < n; i++) {
     struct rank_job *j = &jobs[i];
-    if (j->started_ok && j->res.outcome == PROC_TIMEDOUT)
+    if (j->started_ok &&
+        (j->res.outcome == PROC_TIMEDOUT || (size_hang && j->res.canceled)))
       r->timed_out = 1;
     if (!j->started_ok || !proc_ok(&j->res)) {
       r->all_ok = 0;
@@ -363,6 +385,9 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
     r->failed_rank = 0;
   if (r->timed_out)
     r->failed_rank = -1;
+  r->hang_after_s = size_hang          ? o->size_timeout_s
+                    : o->timeout_s > 0 ? o->timeout_s
+                                       : 120.0;
   describe(o, r, jobs);
   {
     struct err re;

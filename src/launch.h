@@ -33,6 +33,9 @@ struct launch_opts {
   const char *result_path; /* the --out path the args carry */
   const char *lib_dirs;    /* "A:B" put first in LD_LIBRARY_PATH */
   double timeout_s;        /* whole run; <= 0: 120 */
+  double size_timeout_s;   /* > 0 (a --plan run, local ranks): also a
+                              hang when a rank's progress file names the
+                              same size ("size I") this long */
   double fail_grace_s;     /* after a rank fails; <= 0: 5 */
   const char *stdin_data;  /* NULL, or what every rank reads on stdin (the
                               per-run secret: never argv, env or a file) */
@@ -48,6 +51,7 @@ struct launch_result {
   int hang_rank;          /* on timeout: the least advanced rank, -1 */
   char hang_stage[64];    /* its last progress stage ("" = none written) */
   int hang_size;          /* the --plan size it was at ("size I"), -1 */
+  double hang_after_s;    /* the limit that ran out (whole run or size) */
   char what[512];         /* one line: what happened, naming ranks */
   char *log;              /* capped tails of every rank's stdout/stderr */
   json_t *result;         /* RESULT.json when present and valid, else NULL */
