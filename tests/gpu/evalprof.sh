@@ -4,8 +4,9 @@
 # stage times (build_s, verify_s, bench_s) and, per size and mode, the
 # process's wall time as cuco saw it (wall_ms) and the runtime's phases
 # (phases_ms: start, boot, setup, verify, perturb, judge, warmup, timed).
-# Each eval runs twice: one process per size, then --one-process (every
-# size of a stage in one process, the runtime's --plan; ONE=0 skips it).
+# Each eval runs twice: --process-per-size, then one process per stage
+# (every size of a stage in one process, the runtime's --plan: the default
+# since 2026-12-03; ONE=0 skips it).
 # Then flash_attn_cp's slot_race cheat at --vranks 4
 # (its race needs four ranks), and flash_attn_cp --impl all at short,mid
 # with whatever time is left (the bar table of issues 23 and 25).
@@ -45,11 +46,11 @@ for spec in ${EVALS:-moe_dsv3 kv_transfer flash_attn_cp:short,mid}; do
   wl=${spec%%:*}
   sz=${spec#*:}
   if [ "$sz" = "$spec" ]; then
-    ev "$wl" 200 "workloads/$wl" --json --out "/tmp/ep/$wl"
-    [ "${ONE:-1}" = 1 ] && ev "${wl}_one" 200 "workloads/$wl" --json --one-process
+    ev "$wl" 200 "workloads/$wl" --json --process-per-size --out "/tmp/ep/$wl"
+    [ "${ONE:-1}" = 1 ] && ev "${wl}_one" 200 "workloads/$wl" --json
   else
-    ev "$wl" 200 "workloads/$wl" --json --sizes "$sz" --out "/tmp/ep/$wl"
-    [ "${ONE:-1}" = 1 ] && ev "${wl}_one" 200 "workloads/$wl" --json --sizes "$sz" --one-process
+    ev "$wl" 200 "workloads/$wl" --json --sizes "$sz" --process-per-size --out "/tmp/ep/$wl"
+    [ "${ONE:-1}" = 1 ] && ev "${wl}_one" 200 "workloads/$wl" --json --sizes "$sz"
   fi
 done
 # slot_race: rejected at 4 virtual ranks (perturbed steps), or not
