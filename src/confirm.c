@@ -91,6 +91,7 @@ static int measure(struct evolve *s, const struct member *m, int round,
   eo.gpus = s->gpus[0][0] ? s->gpus[0] : NULL;
   eo.machine = s->machine;
   eo.seed = (s->o.seed ? s->o.seed : 1234) + 7919u * (unsigned)(round + 1);
+  eo.per_size_process = s->o.process_per_size;
   rc = eval_candidate(&eo, code, &r, e);
   free(code);
   if (!rc && r.status == EVAL_STATUS_OK && r.has_score && r.median_ms > 0)

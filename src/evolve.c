@@ -60,6 +60,9 @@ int evolve_opts_init(struct evolve_opts *o, const struct config *cfg,
   if (config_get_long(cfg, "evolve", "build_ahead", -1, -1, 2, &v, e))
     return e->code;
   o->build_ahead = (int)v;
+  if (config_get_long(cfg, "evolve", "process_per_size", 0, 0, 1, &v, e))
+    return e->code;
+  o->process_per_size = (int)v;
   if (config_get_long(cfg, "evolve", "confirm", 2, 0, 6, &v, e))
     return e->code;
   o->confirm = (int)v;
@@ -160,6 +163,7 @@ static int measure_baseline(struct evolve *s, const char *name,
   eo.machine = s->machine;
   eo.seed = s->o.seed;
   eo.launcher = &s->launcher;
+  eo.per_size_process = s->o.process_per_size;
   printf("baseline %s: evaluating...\n", name);
   fflush(stdout);
   rc = eval_candidate(&eo, code, &r, e);

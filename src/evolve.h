@@ -36,6 +36,10 @@ struct evolve_opts {
    * and build their candidate while the slot's GPUs run another's (its
    * runs wait for the slot); -1 = 1 for runtime workloads, 0 freeform */
   int build_ahead;
+  /* [evolve] process_per_size: 1 runs every size of a candidate in a
+   * process of its own (eval_opts.per_size_process); 0, the default, a
+   * stage's sizes in one process */
+  int process_per_size;
   const char *sizes;    /* --sizes LIST for every evaluation; NULL = sets */
   const char *launcher; /* --launcher NAME; NULL = [launch] launcher */
   int executor_slurm;   /* [evolve] executor = slurm / --executor slurm:

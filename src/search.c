@@ -468,6 +468,7 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
   eo.machine = s->machine;
   eo.seed = s->o.seed ? s->o.seed : 1234;
   eo.launcher = &s->launcher;
+  eo.per_size_process = s->o.process_per_size;
   if (s->nworkers > s->nslots) {
     eo.run_lock = &s->run_mu[slot];
     eo.build_nice = 10;

@@ -139,4 +139,19 @@ expect_rc "one process: a hang" 1 "$CUCO" eval "$WL" --candidate "$TMP/hang.cu" 
 # rank 1 spins in the first, which its progress file names; the limit is
 # the size's (2 s), not the process's (2 sizes x 2 s)
 expect_grep "one process: the hang names the hung rank's size, after one size's limit" "$TMP/out" "verify +FAIL size small: hang: timed out after 2 s; rank 1 did not finish"
+# cuco evolve evaluates the same way ([evolve] process_per_size = 0, the
+# default): every stored verify metric says it shared its process
+for pps in 0 1; do
+  printf '[evolve]\nconfirm = 0\nprocess_per_size = %s\n' "$pps" >"$TMP/pps$pps.ini"
+  expect_rc "evolve, process_per_size = $pps" 0 "$CUCO" --config "$TMP/pps$pps.ini" evolve "$WL" \
+    --llm none --generations 1 --islands 1 --ranks 2 --out "$TMP/ev$pps"
+  sqlite3 "$TMP/ev$pps/run.db" "select count(*), sum(metrics_json like '%\"process_sizes\":2%')
+    from programs where status = 'ok'" >"$TMP/pps$pps.n"
+done
+IFS='|' read -r n0 s0 <"$TMP/pps0.n"
+IFS='|' read -r n1 s1 <"$TMP/pps1.n"
+[ "${n0:-0}" -ge 1 ] && [ "$s0" = "$n0" ] && [ "${n1:-0}" -ge 1 ] && [ "${s1:-1}" = 0 ] &&
+  ok "evolve: a stage's sizes in one process by default, one each with process_per_size = 1" ||
+  not_ok "evolve: a stage's sizes in one process by default, one each with process_per_size = 1" \
+    "default $n0 ok, $s0 shared; process_per_size=1 $n1 ok, $s1 shared"
 done_testing
