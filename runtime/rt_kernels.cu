@@ -116,15 +116,11 @@ static uint64_t hash_key(void) { return rt_prf(RT_PRF_HASH, 0, 0, 0); }
 
 int rt_fill_random(void *dev, size_t bytes, int dtype, uint64_t key, unsigned long long *hash_out,
                    cudaStream_t stream) {
+  if (hash_out) CUDA_CHECK(cudaMemsetAsync(hash_out, 0, sizeof *hash_out, stream));
   if (!bytes) return 0;
-  uint64_t hk = 0;
-  if (hash_out) {
-    CUDA_CHECK(cudaMemsetAsync(hash_out, 0, sizeof *hash_out, stream));
-    hk = hash_key();
-  }
+  const uint64_t hk = hash_out ? hash_key() : 0;
   k_fill<<<grid_for((bytes + 7) / 8, 256), 256, 0, stream>>>((unsigned char *)dev, bytes, dtype,
                                                              key, hk, hash_out);
-  hk = 0;
   CUDA_CHECK(cudaGetLastError());
   return 0;
 }
@@ -153,10 +149,9 @@ int rt_hash(const void *dev, size_t bytes, unsigned long long *out_dev,
             cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(out_dev, 0, sizeof *out_dev, stream));
   if (!bytes) return 0;
-  uint64_t hk = hash_key();
+  const uint64_t hk = hash_key();
   k_hash<<<grid_for((bytes + 7) / 8, 256), 256, 0, stream>>>((const unsigned char *)dev, bytes,
                                                              hk, out_dev);
-  hk = 0;
   CUDA_CHECK(cudaGetLastError());
   return 0;
 }

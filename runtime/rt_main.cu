@@ -587,11 +587,11 @@ static int run_one_size(struct rt_opts *o, struct rt_run *r, unsigned round) {
   // with the epoch and the step numbers from 0 again: protocols count from
   // the first epoch (kv_transfer's cheat public_steps, a deferred push that
   // waits for done == epoch * CTAs, hung at its second size while the
-  // epoch went on counting: H200, 2026-12-03).  The secret choices must not repeat with the
-  // step numbers (a candidate that timed size 1's verified steps would
-  // know size 2's): rt_prf_round puts the size into every PRF.  Buffers
-  // from rt_alloc are poisoned or zeroed before wl_setup returns, so no
-  // flag of the previous size survives in them.
+  // epoch went on counting: H200, 2026-12-03).  The secret choices must
+  // not repeat with the step numbers (a candidate that timed size 1's
+  // verified steps would know size 2's): rt_prf_round puts the size into
+  // every PRF.  Buffers from rt_alloc are poisoned or zeroed before
+  // wl_setup returns, so no flag of the previous size survives in them.
   r->plain_max_ms = 0, r->nchecks = 0, r->failed = 0, r->first_reason[0] = 0;
   memset(&g_tm, 0, sizeof g_tm);
   ctx->epoch = 0, ctx->step = 0, ctx->input_step = 0;

@@ -412,7 +412,8 @@ static int run_sizes(const struct eval_opts *o, struct eval_ctx *x,
   struct run_end re;
   char secret[40];
   int na = 0, rc, i, multi = n > 1;
-  double t0, wall_ms;
+  double t0, wall_ms,
+      per_run_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
 
   for (i = 0; i < n; i++)
     rcs[i] = -1, outs[i] = NULL;
@@ -493,9 +494,9 @@ static int run_sizes(const struct eval_opts *o, struct eval_ctx *x,
   /* the per-run limit holds for every size of a plan: the whole process
    * gets the sizes' sum, and each size the limit (the launcher watches the
    * ranks' progress files, which name the size) */
-  lo.timeout_s = (o->run_timeout_s > 0 ? o->run_timeout_s : 120) * n;
+  lo.timeout_s = per_run_s * n;
   if (multi)
-    lo.size_timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
+    lo.size_timeout_s = per_run_s;
   lo.stdin_data = secret;
   lo.launcher = o->launcher;
   t0 = eval_now();

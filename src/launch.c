@@ -224,6 +224,28 @@ static void describe(const struct launch_opts *o, struct launch_result *r,
   snprintf(r->what, sizeof(r->what), "all %d ranks exited 0", o->nranks);
 }
 
+/* A --plan run's watch at NOW: AT[i] is the size rank i's progress file
+ * named at the last check and SINCE[i] when it first did.  1 when a rank
+ * still running has named the same size for over size_timeout_s. */
+static int size_stalled(const struct launch_opts *o, struct rank_job *jobs,
+                        int started, int *at, double *since, double now)
+{
+  int i, stalled = 0;
+
+  for (i = 0; i < started; i++) {
+    char st[64];
+    int sz;
+    if (__atomic_load_n(&jobs[i].finished, __ATOMIC_SEQ_CST))
+      continue;
+    sz = launcher_read_progress(o->result_path, i, st, sizeof(st));
+    if (sz != at[i])
+      at[i] = sz, since[i] = now;
+    else if (now - since[i] > o->size_timeout_s)
+      stalled = 1;
+  }
+  return stalled;
+}
+
 int launch_run(const struct launch_opts *o, struct launch_result *r,
                struct err *e)
 {
@@ -232,7 +254,7 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
   char idfile[2048], ldp[8192], cvd[512], *extra[4], resdir[2048];
   const char *rw[2] = {resdir, NULL};
   volatile int cancel = 0;
-  double t0 = now_s(), fail_at = 0, size_seen = t0, since[LAUNCH_MAX_RANKS];
+  double t0 = now_s(), fail_at = 0, checked = t0, since[LAUNCH_MAX_RANKS];
   int i, n = o->nranks, started = 0, rc = 0, size_hang = 0,
          at[LAUNCH_MAX_RANKS];
 
@@ -326,21 +348,11 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
     }
     if (!running)
       break;
-    if (o->size_timeout_s > 0 && !size_hang && now_s() - size_seen >= 0.5) {
-      size_seen = now_s();
-      for (i = 0; i < started; i++) {
-        char st[64];
-        int sz;
-        if (__atomic_load_n(&jobs[i].finished, __ATOMIC_SEQ_CST))
-          continue;
-        sz = launcher_read_progress(o->result_path, i, st, sizeof(st));
-        if (sz != at[i]) {
-          at[i] = sz, since[i] = size_seen;
-        } else if (size_seen - since[i] > o->size_timeout_s) {
-          size_hang = 1;
-          __atomic_store_n(&cancel, 1, __ATOMIC_SEQ_CST);
-        }
-      }
+    if (o->size_timeout_s > 0 && !size_hang && now_s() - checked >= 0.5) {
+      checked = now_s();
+      size_hang = size_stalled(o, jobs, started, at, since, checked);
+      if (size_hang)
+        __atomic_store_n(&cancel, 1, __ATOMIC_SEQ_CST);
     }
     if (fail_at &&
         now_s() - fail_at > (o->fail_grace_s > 0 ? o->fail_grace_s : 5.0))

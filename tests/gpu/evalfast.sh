@@ -17,41 +17,21 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
 gpu_eval_env "$ROOT"
-LIMIT=${LIMIT:-540}
-T0=$(date +%s)
-T=$OUT/evalfast.txt
-: >"$T"
-left() { echo $((LIMIT - ($(date +%s) - T0))); }
-# run NAME CAP OUTFILE CMD...: one command under min(CAP, time left)
-run() {
-  local name=$1 cap=$2 of=$3 s rc l
-  shift 3
-  l=$(left)
-  if [ "$l" -lt 20 ]; then
-    echo "$name: skipped (limit)" >>"$T"
-    return
-  fi
-  [ "$cap" -gt "$l" ] && cap=$l
-  s=$(date +%s%N)
-  timeout -k 5 "$cap" "$@" >"$of" 2>"$OUT/$name.log"
-  rc=$?
-  echo "$name: exit $rc after $((($(date +%s%N) - s) / 1000000)) ms (cap $cap s)" >>"$T"
-  grep -E '^  (build|verify|bench) |cheats:|NOT' "$OUT/$name.log" | cut -c1-200 >>"$T"
-}
+gpu_capped_init evalfast
 for spec in moe_dsv3 kv_transfer gemm_allgather flash_attn_cp:short,mid; do
   wl=${spec%%:*}
   sz=${spec#*:}
   [ "$sz" = "$spec" ] && sz=
-  run "$wl" 150 "$OUT/$wl.json" ./cuco eval "workloads/$wl" --json ${sz:+--sizes "$sz"}
+  gpu_capped "$wl" 150 "$OUT/$wl.json" ./cuco eval "workloads/$wl" --json ${sz:+--sizes "$sz"}
 done
 EV=/tmp/evalfast-moe
 rm -rf "$EV"
-l=$(left)
+l=$((LIMIT - ($(date +%s) - T0)))
 # the end-of-run confirmation (12 more evaluations) is left out: this
 # measures the search's rate, not the confirmation's
 printf '[evolve]\nconfirm = 0\n' >/tmp/evalfast.ini
 export CUCO_CONFIG=/tmp/evalfast.ini
-run evolve-moe 200 "$OUT/evolve-moe.txt" ./cuco evolve workloads/moe_dsv3 --llm none \
+gpu_capped evolve-moe 200 "$OUT/evolve-moe.txt" ./cuco evolve workloads/moe_dsv3 --llm none \
   --islands 2 --generations 8 --seed 1 --time-limit $((l > 230 ? 150 : l / 2)) --out "$EV"
 unset CUCO_CONFIG
 cp "$EV/run.db" "$OUT/evolve-moe.db" 2>/dev/null
@@ -80,6 +60,6 @@ PY
 for wl in moe_dsv3 gemm_allgather flash_attn_cp kv_transfer; do
   nb=--no-bench
   [ "$wl" = flash_attn_cp ] && nb=
-  run "cheats-$wl" 150 "$OUT/cheats-$wl.txt" ./cuco eval "workloads/$wl" --cheats $nb --timeout 40
+  gpu_capped "cheats-$wl" 150 "$OUT/cheats-$wl.txt" ./cuco eval "workloads/$wl" --cheats $nb --timeout 40
 done
 cat "$T" "$OUT/rate.json"

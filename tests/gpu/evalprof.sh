@@ -20,27 +20,12 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/gpu/lib.sh"
 gpu_eval_env "$ROOT"
-LIMIT=${LIMIT:-540}
-T0=$(date +%s)
-T=$OUT/evalprof.txt
-: >"$T"
-left() { echo $((LIMIT - ($(date +%s) - T0))); }
+gpu_capped_init evalprof
 # ev NAME CAP ARGS...: one cuco eval, capped at CAP s and the time left
 ev() {
-  local name=$1 cap=$2 s e l rc
+  local name=$1 cap=$2
   shift 2
-  l=$(left)
-  if [ "$l" -lt 20 ]; then
-    echo "$name: skipped (limit)" >>"$T"
-    return
-  fi
-  [ "$cap" -gt "$l" ] && cap=$l
-  s=$(date +%s%N)
-  timeout -k 5 "$cap" ./cuco eval "$@" >"$OUT/$name.json" 2>"$OUT/$name.log"
-  rc=$?
-  e=$(date +%s%N)
-  echo "$name: exit $rc after $(((e - s) / 1000000)) ms (cap $cap s)" >>"$T"
-  grep -E '^  (build|verify|bench) ' "$OUT/$name.log" | cut -c1-160 >>"$T"
+  gpu_capped "$name" "$cap" "$OUT/$name.json" ./cuco eval "$@"
 }
 for spec in ${EVALS:-moe_dsv3 kv_transfer flash_attn_cp:short,mid}; do
   wl=${spec%%:*}

@@ -25,6 +25,14 @@
 #   gpu_eval_env ROOT       for the scripts that judge only through ./cuco eval:
 #                           gpu_script_dirs, gpu_cuco_env ROOT /tmp/cuco-cache,
 #                           32 hardware queues
+#   gpu_capped_init NAME    for the scripts that run capped commands (evalprof.sh,
+#                           evalfast.sh): LIMIT (kept when set, else 540), T0
+#                           (now), T=OUT/NAME.txt (emptied)
+#   gpu_capped NAME CAP OUTFILE CMD...  CMD under min(CAP, the s left of LIMIT),
+#                           stdout to OUTFILE, stderr to OUT/NAME.log; a line
+#                           "NAME: exit RC after MS ms (cap S s)" and the
+#                           cuco stage lines of its log to T ("skipped (limit)"
+#                           with under 20 s left)
 #   gpu_diag_env ROOT NAME  for the diagnostic scripts (diagN.sh): gpu_script_dirs,
 #                           gpu_cuco_env ROOT /tmp/NAME-cache, 32 hardware queues,
 #                           no sandbox unless CUCO_SANDBOX is set; sets W=/tmp/NAME
@@ -137,6 +145,25 @@ gpu_eval_env() {  # ROOT: the scripts that judge only through ./cuco eval
   gpu_script_dirs
   gpu_cuco_env "$1" "/tmp/cuco-cache"
   export CUDA_DEVICE_MAX_CONNECTIONS=32  # independent streams really run concurrently
+}
+gpu_capped_init() {
+  LIMIT=${LIMIT:-540} T0=$(date +%s) T=$OUT/$1.txt
+  : >"$T"
+}
+gpu_capped() {
+  local name=$1 cap=$2 of=$3 s rc l
+  shift 3
+  l=$((LIMIT - ($(date +%s) - T0)))
+  if [ "$l" -lt 20 ]; then
+    echo "$name: skipped (limit)" >>"$T"
+    return
+  fi
+  [ "$cap" -gt "$l" ] && cap=$l
+  s=$(date +%s%N)
+  timeout -k 5 "$cap" "$@" >"$of" 2>"$OUT/$name.log"
+  rc=$?
+  echo "$name: exit $rc after $((($(date +%s%N) - s) / 1000000)) ms (cap $cap s)" >>"$T"
+  grep -E '^  (build|verify|bench) |cheats:|NOT' "$OUT/$name.log" | cut -c1-200 >>"$T"
 }
 gpu_diag_env() {
   gpu_script_dirs
