@@ -125,8 +125,24 @@ __device__ static inline void sd_row(ncclWindow_t pool_win, const uint4 *src, in
   // The peer's K and V rows of this token (a window maps contiguously).
   uint4 *kd = (uint4 *)ncclGetLsaPointer(pool_win, ((size_t)(l * 2) * slab + slot) * 2, d);
   uint4 *vd = kd + (size_t)slab / 8;  // slab elements of bf16 = slab / 8 uint4
-  for (long long k = lane; k < 2 * vec16; k += nlanes)
-    (k < vec16 ? kd : vd - vec16)[k] = src[k];
+  // Eight loads in flight per lane before their stores: a load-then-store
+  // loop keeps one 16-byte load per lane in flight (the compiler cannot
+  // hoist a load above a store through another pointer), so a copy on a
+  // few CTAs is bound by memory latency, not bandwidth.
+  constexpr int U = 8;
+  for (long long k0 = lane; k0 < 2 * vec16; k0 += (long long)U * nlanes) {
+    uint4 v[U];
+#pragma unroll
+    for (int j = 0; j < U; j++) {
+      const long long k = k0 + (long long)j * nlanes;
+      if (k < 2 * vec16) v[j] = src[k];
+    }
+#pragma unroll
+    for (int j = 0; j < U; j++) {
+      const long long k = k0 + (long long)j * nlanes;
+      if (k < 2 * vec16) (k < vec16 ? kd : vd - vec16)[k] = v[j];
+    }
+  }
 }
 
 // Push layers [L0, L1) of this prefill rank: CTA b takes items b, b+G, ...

@@ -50,6 +50,7 @@ struct sd {
 // CUCO-PARAM comm_ctas=16
 // CUCO-PARAM disp_threads=512
 // CUCO-PARAM experts=tile
+// CUCO-PARAM combine=wide
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 16
 #endif
@@ -68,6 +69,22 @@ struct sd {
 #define SD_EXP SD_CAT(SD_EXP_, CUCO_PARAM_experts)
 #if SD_EXP != 1 && SD_EXP != 2
 #error "CUCO-PARAM experts must be tile or cublas"
+#endif
+#ifndef CUCO_PARAM_combine
+#define CUCO_PARAM_combine wide
+#endif
+// combine=wide|fused (a word): the pre-reduce of every received record on
+// the whole GPU (one warp per record, as the baselines' reduce), then a
+// kernel of C CTAs that only runs LSA barrier b; or both in the C CTAs of
+// one kernel.  At prefill the reduce reads every expert row (T*K rows of H
+// bf16: 470 MB), which C CTAs cannot pull at the GPU's bandwidth.  The
+// kernel boundary orders the reduce's stores (peers' ret included) before
+// the barrier's release.
+#define SD_COMB_fused 1
+#define SD_COMB_wide 2
+#define SD_COMB SD_CAT(SD_COMB_, CUCO_PARAM_combine)
+#if SD_COMB != 1 && SD_COMB != 2
+#error "CUCO-PARAM combine must be wide or fused"
 #endif
 #if CUCO_PLACEMENT != CUCO_PLACEMENT_DEFERRED
 #error "moe_dsv3 seed: only placement=deferred is implemented (split and per_tile: see README)"
@@ -139,13 +156,12 @@ sd_dispatch(ncclDevComm dc, ncclWindow_t recv_win, ncclWindow_t counts_win,
 }
 
 // Combine: a warp per received record (ids 0..nin-1, source SRC[i]); its
-// pre-reduced row goes to ret[tok][me] on the source.  Barrier b at the end.
-__global__ void __launch_bounds__(1024)
-sd_combine(ncclDevComm dc, ncclWindow_t ret_win, const __nv_bfloat16 *O, const int *rec_rows,
-           const float *row_w, const int *rec_tok, const int *src, long long nin, int K,
-           long long H) {
+// pre-reduced row goes to ret[tok][me] on the source.
+__device__ static void sd_combine_rows(ncclDevComm dc, ncclWindow_t ret_win,
+                                       const __nv_bfloat16 *O, const int *rec_rows,
+                                       const float *row_w, const int *rec_tok, const int *src,
+                                       long long nin, int K, long long H) {
   const int me = dc.lsaRank, R = dc.lsaSize, lane = threadIdx.x & 31;
-  ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), dc, ncclTeamTagLsa(), blockIdx.x);
   const long long wid = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32,
                   nw = (long long)gridDim.x * blockDim.x / 32;
   for (long long i = wid; i < nin; i += nw) {
@@ -155,6 +171,28 @@ sd_combine(ncclDevComm dc, ncclWindow_t ret_win, const __nv_bfloat16 *O, const i
         ret_win, ((size_t)tok * R + me) * H * 2, src[i]);
     moe_reduce_rec(O, rec_rows + i * K, row_w, K, H, dst, lane, 32);
   }
+}
+
+// combine=fused: the rows on the C CTAs, then barrier b.
+__global__ void __launch_bounds__(1024)
+sd_combine(ncclDevComm dc, ncclWindow_t ret_win, const __nv_bfloat16 *O, const int *rec_rows,
+           const float *row_w, const int *rec_tok, const int *src, long long nin, int K,
+           long long H) {
+  ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), dc, ncclTeamTagLsa(), blockIdx.x);
+  sd_combine_rows(dc, ret_win, O, rec_rows, row_w, rec_tok, src, nin, K, H);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+}
+
+// combine=wide: the rows on the whole GPU (no barrier: blockIdx.x is past
+// the C barriers), then a kernel of C CTAs that runs LSA barrier b alone.
+__global__ void __launch_bounds__(256)
+sd_combine_wide(ncclDevComm dc, ncclWindow_t ret_win, const __nv_bfloat16 *O,
+                const int *rec_rows, const float *row_w, const int *rec_tok, const int *src,
+                long long nin, int K, long long H) {
+  sd_combine_rows(dc, ret_win, O, rec_rows, row_w, rec_tok, src, nin, K, H);
+}
+__global__ void sd_combine_bar(ncclDevComm dc) {
+  ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), dc, ncclTeamTagLsa(), blockIdx.x);
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
 }
 
@@ -320,9 +358,17 @@ static int sd_step(struct wl_ctx *ctx, struct sd *u) {
 #if CUCO_BACKEND == CUCO_BACKEND_GIN
   return rt_fail(ctx, "backend=gin: the combine has no GIN path yet (dispatch only)");
 #else
+#if SD_COMB == SD_COMB_wide
+  sd_combine_wide<<<moe_grid(nin * 32, 256), 256, 0, st>>>(
+      u->dc, u->ret_win, (const __nv_bfloat16 *)c->O, c->rec_rows, c->row_w, c->rec_tok,
+      u->recmap + moe_recs_cap(s), nin, (int)s->K, s->H);
+  RT_LAUNCH(ctx);
+  sd_combine_bar<<<C, 128, 0, st>>>(u->dc);
+#else
   sd_combine<<<C, CUCO_PARAM_disp_threads, 0, st>>>(
       u->dc, u->ret_win, (const __nv_bfloat16 *)c->O, c->rec_rows, c->row_w, c->rec_tok,
       u->recmap + moe_recs_cap(s), nin, (int)s->K, s->H);
+#endif
   RT_LAUNCH(ctx);
   RT_CUDA(ctx, cudaStreamWaitEvent(st, u->join, 0));
   moe_final_kernel<<<moe_grid(s->T * s->H / 8, 256), 256, 0, st>>>(

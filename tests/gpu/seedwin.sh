@@ -1,0 +1,67 @@
+#!/bin/bash
+# tests/gpu/seedwin.sh - issue 24: the seeds against their bars at R = 1,
+# and the designs that might beat them, all through cuco eval in one call:
+#   1. cuco eval --json --impl all of moe_dsv3 and kv_transfer (the seed and
+#      the baselines: the bar of this run): WL.json;
+#   2. variants of the seed (CUCO-PARAM and directive lines rewritten),
+#      through --candidate: WL-VARIANT.json.  VARIANTS (default below)
+#      lists them as WL:NAME:LINE|LINE...; a LINE replaces the seed's line
+#      that starts with the same "// CUCO-PARAM KEY=" or "// CUCO-DIRECTIVES".
+# Nothing starts after LIMIT s (default 540).  Carry build-gpu.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+gpu_eval_env "$ROOT"
+gpu_capped_init seedwin
+SPLIT='// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp chunk=128KiB'
+VARIANTS=${VARIANTS:-"moe_dsv3:c32t1024:// CUCO-PARAM comm_ctas=32|// CUCO-PARAM disp_threads=1024
+moe_dsv3:c32t512:// CUCO-PARAM comm_ctas=32
+kv_transfer:split4:$SPLIT|// CUCO-PARAM comm_ctas=4|// CUCO-PARAM push_threads=1024
+kv_transfer:split8:$SPLIT|// CUCO-PARAM comm_ctas=8|// CUCO-PARAM push_threads=1024
+kv_transfer:split16:$SPLIT|// CUCO-PARAM comm_ctas=16|// CUCO-PARAM push_threads=1024"}
+variant() { # WL NAME LINES: the seed with LINES ('|'-separated) in place
+  local wl=$1 name=$2 f=/tmp/seedwin-$1-$2.cu line key
+  cp "workloads/$wl/seed.cu" "$f"
+  IFS='|' read -r -a lines <<<"$3"
+  for line in "${lines[@]}"; do
+    case $line in
+    "// CUCO-PARAM "*) key=${line%%=*}= ;;
+    *) key='// CUCO-DIRECTIVES ' ;;
+    esac
+    python3 - "$f" "$key" "$line" <<'PY' || echo "$wl-$name: no line starts with '$key'" >>"$T"
+import sys
+f, key, line = sys.argv[1:]
+src = open(f).read().split("\n")
+hit = [i for i, l in enumerate(src) if l.startswith(key)]
+if len(hit) != 1:
+    sys.exit(1)
+src[hit[0]] = line
+open(f, "w").write("\n".join(src))
+PY
+  done
+  gpu_capped "$wl-$name" 120 "$OUT/$wl-$name.json" ./cuco eval "workloads/$wl" --candidate "$f" --json
+}
+for wl in moe_dsv3 kv_transfer; do
+  gpu_capped "$wl" 150 "$OUT/$wl.json" ./cuco eval "workloads/$wl" --json --impl all
+  while IFS=: read -r vwl vname vlines; do
+    [ "$vwl" = "$wl" ] && variant "$vwl" "$vname" "$vlines"
+  done <<<"$VARIANTS"
+done
+# one line per implementation and bench size: median ms
+python3 - "$OUT" >"$OUT/table.txt" <<'PY'
+import glob, json, os, sys
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+    try:
+        d = json.load(open(f))
+    except Exception as ex:
+        print(os.path.basename(f), "unreadable:", ex)
+        continue
+    for r in d.get("results", [d]) if isinstance(d, dict) else d:
+        b = (r.get("metrics") or {}).get("bench") or {}
+        name = r.get("impl") or r.get("file") or os.path.basename(f)
+        print(os.path.basename(f), name, r.get("status"),
+              " ".join("%s=%.4f" % (k, (v.get("timing") or {}).get("median_ms") or -1)
+                       for k, v in b.items() if isinstance(v, dict)))
+PY
+cat "$T" "$OUT/table.txt"
