@@ -1,10 +1,15 @@
 #!/bin/bash
 # After scripts/cuda-compile.sh: link every implementation object of every
-# workload (baselines, seeds and their directive variants, whole-file
-# cheats; the edit cheats only compile, in one unit) with the
-# runtime objects and the workload's reference, as `cuco eval` links a
-# binary, so a link error (a header that defines functions, a missing
-# definition) cannot land (issue 23).  Links against libnccl.so.2 beside
+# workload (baselines, seeds, whole-file cheats, and the seed's GIN variant
+# from the workload's unit) with the runtime objects and the workload's
+# reference, as `cuco eval` links a binary, so a link error (a header that
+# defines functions, a missing definition) cannot land (issue 23).  The
+# unit (scripts/unity.py: the edit cheats and the seed's directive
+# variants, each section's extern "C" entry points renamed cuco_uN_NAME) is
+# linked once, with its GIN section's entry points renamed back to NAME:
+# the GIN backend calls runtime functions the LSA path does not, so that
+# variant's link is the one that can fail on its own (and every other
+# section's references must resolve in the same link).  Links against libnccl.so.2 beside
 # nvcc (or CUCO_NCCL_LIB); where there is none, links with NCCL symbols
 # unresolved (-Xlinker --warn-unresolved-symbols) and fails on any other
 # undefined reference, and on duplicate definitions as always.
@@ -27,9 +32,36 @@ else
 fi
 mkdir -p "$OUT/link"
 
+# gin_object NAME: $OUT/link/NAME_seed_gin.o, a copy of the workload's unit
+# object whose GIN seed section (cuda-compile.sh's SEED_SECTIONS) answers to
+# the entry points' own names.  Returns 1 when the workload has no unit or
+# the unit no such section, 2 when the copy could not be made.
+gin_object() {
+  local u=$OUT/unity/$1_unity.cu o=$OUT/$1_unity.o k s args=()
+  [ -f "$o" ] || return 1
+  k=$(sed -nE "s|^// ---- section ([0-9]+): workloads/$1/seed\.cu CUCO_BACKEND=CUCO_BACKEND_GIN\$|\1|p" "$u" | head -1)
+  [ -n "$k" ] || return 1
+  for s in $(nm -g --defined-only "$o" | awk -v p="cuco_u${k}_" 'index($3, p) == 1 { print $3 }'); do
+    args+=(--redefine-sym "$s=${s#cuco_u"${k}"_}")
+  done
+  [ ${#args[@]} -gt 0 ] || return 2
+  # A cheat that declares a runtime-internal function itself (to call it
+  # and be refused by the allowlist) refers to it inside its section's
+  # namespace, which nothing defines: such references of the OTHER
+  # sections are made weak, so only this section's and the global ones
+  # must resolve.
+  for s in $(nm -u "$o" | awk -v mine="cuco_u$k" 'match($2, /^_ZN[0-9]+/) {
+      ns = substr($2, RLENGTH + 1, substr($2, 4, RLENGTH - 3) + 0)
+      if (ns ~ /^cuco_u[0-9]+$/ && ns != mine) print $2 }'); do
+    args+=(--weaken-symbol "$s")
+  done
+  objcopy "${args[@]}" "$o" "$OUT/link/$1_seed_gin.o" || return 2
+}
+
 # One job per line: BIN|IMPL_OBJ|REF_OBJ|LIBS
 jobs_file=$OUT/link/jobs.txt
 : >"$jobs_file"
+gin_fail=0
 for wl in workloads/*/; do
   wl=${wl%/}
   name=$(basename "$wl")
@@ -37,12 +69,16 @@ for wl in workloads/*/; do
   libs=$(sed -n 's/^libs *= *//p' "$wl/workload.ini" | tr ',' ' ')
   for obj in "$OUT/${name}"_*.o; do
     # the reference is linked into each; the unit of the edit cheats and
-    # seed variants renames their entry points (scripts/unity.py): it
-    # only compiles
+    # seed variants is linked once, as the GIN variant (gin_object)
     case $obj in "$OUT/${name}_reference.o" | "$OUT/${name}_unity.o") continue ;; esac
     b=$(basename "$obj" .o)
     echo "$OUT/link/$b|$obj|$OUT/${name}_reference.o|$libs" >>"$jobs_file"
   done
+  gin_object "$name"
+  case $? in
+  0) echo "$OUT/link/${name}_seed_gin|$OUT/link/${name}_seed_gin.o|$OUT/${name}_reference.o|$libs" >>"$jobs_file" ;;
+  2) echo "FAIL $OUT/${name}_unity.o: its GIN section's entry points could not be renamed"; gin_fail=1 ;;
+  esac
 done
 
 link_one() { # line
@@ -71,4 +107,4 @@ echo "$results"
 n_ok=$(echo "$results" | grep -c '^ok')
 n_fail=$(echo "$results" | grep -c '^FAIL')
 echo "cuda-link: $n_ok linked, $n_fail failed"
-[ "$n_fail" -eq 0 ]
+[ "$n_fail" -eq 0 ] && [ "$gin_fail" -eq 0 ]

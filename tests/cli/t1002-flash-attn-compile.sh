@@ -107,7 +107,6 @@ cw "baseline.cu (A)" "$W/baseline.cu"
 cw "baseline_overlap.cu (B)" "$W/baseline_overlap.cu"
 cw "baseline_allgather.cu (C)" "$W/baseline_allgather.cu"
 cw "seed.cu (its directives)" "$W/seed.cu"
-cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_gin
 expect_rc "seed.cu refuses placement=split" 1 "${NV[@]}" -DCUCO_PLACEMENT=3 -c "$WL/seed.cu" -o "$TMP/o.o"
 expect_grep "split refusal names the reason" "$TMP/err" "placement=deferred only"
 # (the cheats compile in t0601 and t0701, one unit per workload and mode)
@@ -115,10 +114,12 @@ cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
 cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
 cc "tools/plan_check.cu" "$WL/tools/plan_check.cu"
 cc_collect
-# the directive variants, in one unit (lib.sh unity_cc)
-unity_cc "seed.cu compiles in 2 directive variants (allgather warp issuer 16 CTAs; thread issuer slots=3 64KiB 128 copy threads)" -- \
+# the directive variants, in one unit (lib.sh unity_cc); the GIN path as
+# make cuda compiles (and links) it, a section of the workload's unit
+unity_cc "seed.cu compiles in 3 directive variants (allgather warp issuer 16 CTAs; thread issuer slots=3 64KiB 128 copy threads; the GIN path)" -- \
   "$WL/seed.cu@CUCO_PARAM_pattern=allgather,CUCO_ISSUER=2,CUCO_PARAM_comm_ctas=16" \
-  "$WL/seed.cu@CUCO_ISSUER=1,CUCO_PARAM_slots=3,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_copy_threads=128"
+  "$WL/seed.cu@CUCO_ISSUER=1,CUCO_PARAM_slots=3,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_copy_threads=128" \
+  "$WL/seed.cu@CUCO_BACKEND=CUCO_BACKEND_GIN"
 
 # --- the runtime's RT_EXP_ANY class, on the CPU ---
 cat >"$TMP/any.cu" <<'EOT'

@@ -73,7 +73,6 @@ cw() {  # NAME SRC [FLAGS...]: cc with make cuda's flags, shared with t0601 (lib
 cw "reference.cu" "$W/reference.cu"
 cw "baseline.cu (A)" "$W/baseline.cu"
 cw "baseline_overlap.cu (B)" "$W/baseline_overlap.cu"
-cw "seed.cu GIN path" "$W/seed.cu" -DCUCO_BACKEND=CUCO_BACKEND_GIN # = make cuda's seed_gin
 if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
   cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
   cc "reference.cu in virtual-rank mode" "$WL/reference.cu" -DCUCO_VRANKS
@@ -85,10 +84,12 @@ for i in "${!jobs_list[@]}"; do
   if [ "$(cat "$TMP/rc$i")" = 0 ] && ! grep -q "warning" "$TMP/log$i"; then ok "${jobs_list[$i]} compiles (no warnings)"
   else not_ok "${jobs_list[$i]} compiles (no warnings)" "$(head -c 600 "$TMP/log$i")"; fi
 done
-# the directive variants, in one unit (lib.sh unity_cc)
-unity_cc "seed.cu compiles in 3 directive variants (its directives: warp issuer 16 CTAs; 32 CTAs of 1024 threads; experts on the grouped tile v2)" -- \
+# the directive variants, in one unit (lib.sh unity_cc); the GIN path as
+# make cuda compiles (and links) it, a section of the workload's unit
+unity_cc "seed.cu compiles in 4 directive variants (its directives: warp issuer 16 CTAs; 32 CTAs of 1024 threads; experts on the grouped tile v2; the GIN path)" -- \
   "$WL/seed.cu@CUCO_ISSUER=2,CUCO_PARAM_comm_ctas=16" \
   "$WL/seed.cu@CUCO_PARAM_comm_ctas=32,CUCO_PARAM_disp_threads=1024" \
-  "$WL/seed.cu@CUCO_PARAM_experts=tile"
+  "$WL/seed.cu@CUCO_PARAM_experts=tile" \
+  "$WL/seed.cu@CUCO_BACKEND=CUCO_BACKEND_GIN"
 expect_no_grep "and without warnings" "$TMP/err" "warning"
 done_testing
