@@ -21,8 +21,9 @@ G=$ROOT/tests/gpu
 
 expect_rc "emulation host side compiles (-DCUCO_VRANKS)" 0 \
   "${NV[@]}" -DCUCO_VRANKS -c "$ROOT/runtime/vnccl_host.cu" -o "$TMP/h.o"
+# (make cuda's compile of the file, shared with t0601: lib.sh nv_wl)
 expect_rc "host side is empty in a real build" 0 \
-  fe "$TMP/h0.ii" "$ROOT/runtime/vnccl_host.cu"
+  nv_wl "" -- runtime/vnccl_host.cu "$TMP/h0.o"
 expect_rc "protocol harness compiles (-DCUCO_VRANKS)" 0 \
   "${NV[@]}" -DCUCO_VRANKS -DVNCCL_WAIT_TIMEOUT_NS=3000000000ull -c "$G/vranks_proto.cu" -o "$TMP/p.o"
 expect_rc "the same kernels compile against real NCCL 2.28.9" 0 \
@@ -81,7 +82,7 @@ for f in rt_ctx rt_main; do
     fe "$TMP/$f.ii" -DCUCO_VRANKS "$ROOT/runtime/$f.cu"
 done
 expect_rc "runtime/rt_vranks.cu compiles in a real build" 0 \
-  fe "$TMP/rv0.ii" "$ROOT/runtime/rt_vranks.cu"
+  nv_wl "" -- runtime/rt_vranks.cu "$TMP/rv0.o"
 expect_rc "LSA GEMM+AllGather test impl compiles (-DCUCO_VRANKS)" 0 \
   "${NV[@]}" "${WINC[@]}" -DCUCO_VRANKS -c "$G/vranks_gemm_ag.cu" -o "$TMP/vag.o"
 expect_rc "its barrier-less cheat compiles (-DCUCO_VRANKS)" 0 \

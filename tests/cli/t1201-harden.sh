@@ -113,9 +113,10 @@ NV=("${CCW[@]}" "$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")
 # (make cuda's flags: t0601 and t0701 compile the same, lib.sh nv_wl)
 expect_rc "rt_judge.cu compiles (real ranks)" 0 nv_wl "" -- runtime/rt_judge.cu "$TMP/j.o"
 expect_rc "rt_vranks.cu compiles (virtual ranks)" 0 nv_wl "" -DCUCO_VRANKS -- runtime/rt_vranks.cu "$TMP/v.o"
-for c in no_wait order_race regen_peers; do
-  expect_rc "cheat $c compiles with -DCUCO_VRANKS" 0 "${NV[@]}" -DCUCO_VRANKS -c "$TMP/cheats/$c.cu" -o "$TMP/c.o"
-done
+# the three in one unit (lib.sh unity_cc: the headers parsed once; an error
+# names the cheat's own file and line)
+unity_cc "cheats no_wait, order_race, regen_peers compile with -DCUCO_VRANKS (one unit)" -DCUCO_VRANKS -- \
+  "$TMP/cheats/no_wait.cu" "$TMP/cheats/order_race.cu" "$TMP/cheats/regen_peers.cu"
 
 # ---- a linked binary's command line, from t0601's objects (build/cuda)
 B=${BUILD:-build}
