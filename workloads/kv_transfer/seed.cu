@@ -57,7 +57,9 @@ struct sd {
   ncclWindow_t pool_win, flag_win, stage_win;
   ncclDevComm dc;
   cudaStream_t comm;
+  cudaStream_t hi;  // the prefill compute at the device's greatest priority (compute=hi)
   cudaEvent_t fork, join, *layer;
+  cudaEvent_t join_hi;
 };
 
 // EVOLVE-BLOCK-START
@@ -66,6 +68,7 @@ struct sd {
 // CUCO-PARAM push_threads=512
 // CUCO-PARAM direction=push
 // CUCO-PARAM tile_launch=layer
+// CUCO-PARAM compute=step
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 8
 #endif
@@ -97,6 +100,21 @@ struct sd {
 #error "CUCO-PARAM tile_launch must be layer or all"
 #endif
 #define SD_TILE_ALL (SD_TL == 2)
+#ifndef CUCO_PARAM_compute
+#define CUCO_PARAM_compute step
+#endif
+// compute=step|hi (a word): the prefill compute on the step stream, or on a
+// stream of the device's greatest priority.  The push (comm stream) then
+// gets SMs only where the next layer's GEMM leaves them: the block scheduler
+// serves a higher-priority stream's waiting CTAs first, so a push of layer l
+// does not hold SMs that GEMM l+1 needs for its wave (the step stream has
+// the default priority, which is the least).
+#define SD_CS_step 1
+#define SD_CS_hi 2
+#define SD_CS SD_CAT(SD_CS_, CUCO_PARAM_compute)
+#if SD_CS != 1 && SD_CS != 2
+#error "CUCO-PARAM compute must be step or hi"
+#endif
 #define SD_PER_TILE (CUCO_PLACEMENT == CUCO_PLACEMENT_PER_TILE)
 #if CUCO_BACKEND == CUCO_BACKEND_GIN && (SD_PULL || SD_PER_TILE)
 #error "direction=pull and placement=per_tile are LSA designs (loads/stores through windows)"
@@ -517,31 +535,37 @@ static int step(struct wl_ctx *ctx, struct sd *u) {
   const unsigned long long ep = rt_epoch(ctx);
   RT_CUDA(ctx, cudaEventRecord(u->fork, st));
   RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->fork, 0));
+  const cudaStream_t cs = SD_CS == SD_CS_hi ? u->hi : st;  // the prefill compute's stream
+  if (SD_CS == SD_CS_hi) RT_CUDA(ctx, cudaStreamWaitEvent(cs, u->fork, 0));
   if (s->is_prefill) {
     for (long long l = 0; l < s->L; l++) {
 #if SD_PER_TILE && SD_TILE_ALL
       // every layer in one batched launch, enqueued at l = 0
-      if (l == 0 && compute_layers(ctx, u, 0, s->L, ep, st) != 0) return -1;
+      if (l == 0 && compute_layers(ctx, u, 0, s->L, ep, cs) != 0) return -1;
 #else
-      if (compute_layers(ctx, u, l, 1, ep, st) != 0) return -1;
+      if (compute_layers(ctx, u, l, 1, ep, cs) != 0) return -1;
 #endif
 #if CUCO_PLACEMENT == CUCO_PLACEMENT_SPLIT && SD_PULL
-      if (ready(ctx, u, l, l + 1, ep, st) != 0) return -1;
+      if (ready(ctx, u, l, l + 1, ep, cs) != 0) return -1;
 #elif CUCO_PLACEMENT == CUCO_PLACEMENT_SPLIT
-      RT_CUDA(ctx, cudaEventRecord(u->layer[l], st));
+      RT_CUDA(ctx, cudaEventRecord(u->layer[l], cs));
       RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->layer[l], 0));
       if (push(ctx, u, l, l + 1, ep) != 0) return -1;
 #endif
     }
 #if CUCO_PLACEMENT == CUCO_PLACEMENT_DEFERRED && SD_PULL
-    if (ready(ctx, u, 0, s->L, ep, st) != 0) return -1;
-    RT_CUDA(ctx, cudaEventRecord(u->layer[0], st));
+    if (ready(ctx, u, 0, s->L, ep, cs) != 0) return -1;
+    RT_CUDA(ctx, cudaEventRecord(u->layer[0], cs));
     RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->layer[0], 0));
 #elif CUCO_PLACEMENT == CUCO_PLACEMENT_DEFERRED
-    RT_CUDA(ctx, cudaEventRecord(u->layer[0], st));
+    RT_CUDA(ctx, cudaEventRecord(u->layer[0], cs));
     RT_CUDA(ctx, cudaStreamWaitEvent(u->comm, u->layer[0], 0));
     if (push(ctx, u, 0, s->L, ep) != 0) return -1;
 #endif
+  }
+  if (SD_CS == SD_CS_hi) {  // the step stream waits for the compute stream
+    RT_CUDA(ctx, cudaEventRecord(u->join_hi, cs));
+    RT_CUDA(ctx, cudaStreamWaitEvent(st, u->join_hi, 0));
   }
 #if SD_PULL
   // The pull spins on flags that this rank's own compute raises when it is
@@ -651,6 +675,12 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
 #endif
   if (rt_devcomm_create(ctx, &reqs, &u->dc) != 0) return -1;
   RT_CUDA(ctx, cudaStreamCreateWithFlags(&u->comm, cudaStreamNonBlocking));
+  {
+    int least = 0, greatest = 0;
+    RT_CUDA(ctx, cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    RT_CUDA(ctx, cudaStreamCreateWithPriority(&u->hi, cudaStreamNonBlocking, greatest));
+  }
+  RT_CUDA(ctx, cudaEventCreateWithFlags(&u->join_hi, cudaEventDisableTiming));
   RT_CUDA(ctx, cudaEventCreateWithFlags(&u->fork, cudaEventDisableTiming));
   RT_CUDA(ctx, cudaEventCreateWithFlags(&u->join, cudaEventDisableTiming));
   u->layer = (cudaEvent_t *)calloc(s->L, sizeof(cudaEvent_t));
@@ -672,6 +702,8 @@ extern "C" void wl_teardown(struct wl_ctx *ctx) {
   if (u->fork) cudaEventDestroy(u->fork);
   if (u->join) cudaEventDestroy(u->join);
   if (u->comm) cudaStreamDestroy(u->comm);
+  if (u->join_hi) cudaEventDestroy(u->join_hi);
+  if (u->hi) cudaStreamDestroy(u->hi);
   kv_core_free(&u->core);
   free(u);
   rt_set_user(ctx, NULL);
