@@ -62,6 +62,8 @@ async function live(db, donefile) {
     await page.waitForSelector('body[data-ready="1"]', { timeout: 15000 });
     await page.evaluate(() => { window.__noReload = 1; });
     const first = await page.locator('#tree .node').count();
+    // the page is up: the search, held until now, may go on (t0403)
+    if (process.env.CUCO_BROWSER_READY) fs.writeFileSync(process.env.CUCO_BROWSER_READY, '');
     const t0 = Date.now();
     // 240 s (the part runs under timeout 300): on a loaded 2-core machine the
     // 23-candidate search has taken over 120 s

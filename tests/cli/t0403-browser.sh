@@ -34,16 +34,26 @@ run_part() {
 }
 
 mkdir -p "$TMP/live"
-# Long enough (about 25 candidates) that the page is up before it ends,
-# even on a loaded machine (with 3 generations it once finished first).
-( "$CUCO" evolve "$ROOT/examples/cpu_matmul" --llm none --generations 10 \
-    --islands 2 --out "$TMP/live" >"$TMP/live.log" 2>&1
+# About ten candidates.  The search is held (SIGSTOP) from its first
+# candidate until the page is up (test.mjs writes CUCO_BROWSER_READY), so
+# the page opens on a search in progress however loaded the machine is,
+# without a long search (25 candidates once, ~45 s of CPU) to make it
+# likely.  Held 60 s at most: a run's own time limit is 120 s.
+( "$CUCO" evolve "$ROOT/examples/cpu_matmul" --llm none --generations 4 \
+    --islands 2 --out "$TMP/live" >"$TMP/live.log" 2>&1 &
+  echo $! >"$TMP/live.pid"; wait $!
   echo $? >"$TMP/live.rc"; touch "$TMP/live.done" ) &
 for _ in $(seq 100); do
   [ -f "$TMP/live/run.db" ] && [ "$(sqlite3 "$TMP/live/run.db" 'SELECT count(*) FROM programs' 2>/dev/null)" -ge 1 ] 2>/dev/null && break
   sleep 0.1
 done
-run_part "live search" --live "$TMP/live/run.db" "$TMP/live.done"
+evpid=$(cat "$TMP/live.pid" 2>/dev/null)
+if [ -n "$evpid" ] && kill -STOP "$evpid" 2>/dev/null; then
+  ( for _ in $(seq 600); do [ -e "$TMP/live.ready" ] && break; sleep 0.1; done
+    kill -CONT "$evpid" 2>/dev/null ) &
+fi
+CUCO_BROWSER_READY=$TMP/live.ready run_part "live search" --live "$TMP/live/run.db" "$TMP/live.done"
+[ -n "$evpid" ] && kill -CONT "$evpid" 2>/dev/null
 wait
 [ "$(cat "$TMP/live.rc" 2>/dev/null)" = 0 ] && ok "the CPU example search succeeded" ||
   not_ok "the CPU example search succeeded" "$(tail -5 "$TMP/live.log")"
