@@ -69,6 +69,7 @@ struct sd {
 // CUCO-PARAM direction=push
 // CUCO-PARAM tile_launch=layer
 // CUCO-PARAM compute=step
+// CUCO-PARAM rope=kernel
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 8
 #endif
@@ -115,6 +116,23 @@ struct sd {
 #if SD_CS != 1 && SD_CS != 2
 #error "CUCO-PARAM compute must be step or hi"
 #endif
+#ifndef CUCO_PARAM_rope
+#define CUCO_PARAM_rope kernel
+#endif
+// rope=kernel|push (a word; push direction, placements deferred and split):
+// K's RoPE by the frozen kv_rope_kernel after each layer's GEMM, or by the
+// push kernel itself with the frozen kv_rope_pair as it copies K into the
+// pages (the layer's K is then read and written once, not twice, and the
+// compute stream runs the GEMMs back to back).  Needs HD % 16 == 0 (a head
+// half is whole 16-byte vectors); other HD take the kernel.  per_tile
+// rotates in its epilogue whatever this says.
+#define SD_RP_kernel 1
+#define SD_RP_push 2
+#define SD_RP SD_CAT(SD_RP_, CUCO_PARAM_rope)
+#if SD_RP != 1 && SD_RP != 2
+#error "CUCO-PARAM rope must be kernel or push"
+#endif
+#define SD_ROPE_PUSH (SD_RP == 2 && !SD_PULL && !SD_PER_TILE && CUCO_BACKEND != CUCO_BACKEND_GIN)
 #define SD_PER_TILE (CUCO_PLACEMENT == CUCO_PLACEMENT_PER_TILE)
 #if CUCO_BACKEND == CUCO_BACKEND_GIN && (SD_PULL || SD_PER_TILE)
 #error "direction=pull and placement=per_tile are LSA designs (loads/stores through windows)"
@@ -163,15 +181,88 @@ __device__ static inline void sd_row(ncclWindow_t pool_win, const uint4 *src, in
   }
 }
 
+// sd_row with K's RoPE (rope=push): the K half as pair units (vector a at
+// column h*HD + 8i of head h, its partner b HD/2 further), rotated by the
+// frozen kv_rope_pair with row CS's table entries; then the V half as is.
+// Two pair units (four loads) in flight per lane: four spill at 64 registers.
+__device__ static inline void sd_row_rope(ncclWindow_t pool_win, const uint4 *src, int d,
+                                          long long slot, long long l, long long slab,
+                                          long long W, int hd, const float2 *cs_row,
+                                          unsigned lane, unsigned nlanes) {
+  uint4 *kd = (uint4 *)ncclGetLsaPointer(pool_win, ((size_t)(l * 2) * slab + slot) * 2, d);
+  uint4 *vd = kd + (size_t)slab / 8;
+  const int half = hd / 2, hv = half / 8;  // vectors per head half
+  const long long nk = W / 16, nv = W / 8;
+  constexpr int U = 2;  // 4: spills at 1024 threads (64 registers)
+  for (long long u0 = lane; u0 < nk; u0 += (long long)U * nlanes) {
+    uint4 a[U], b[U];
+#pragma unroll
+    for (int j = 0; j < U; j++) {
+      const long long u = u0 + (long long)j * nlanes;
+      if (u < nk) {
+        const long long va = (u / hv) * (hd / 8) + u % hv;  // vector index of a
+        a[j] = src[va];
+        b[j] = src[va + hv];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < U; j++) {
+      const long long u = u0 + (long long)j * nlanes;
+      if (u >= nk) continue;
+      const long long va = (u / hv) * (hd / 8) + u % hv;
+      const float2 *cs = cs_row + (u % hv) * 8;
+      __nv_bfloat16 *pa = (__nv_bfloat16 *)&a[j], *pb = (__nv_bfloat16 *)&b[j];
+#pragma unroll
+      for (int e = 0; e < 8; e++) {
+        float ra, rb;
+        kv_rope_pair(__bfloat162float(pa[e]), __bfloat162float(pb[e]), cs[e], &ra, &rb);
+        pa[e] = __float2bfloat16(ra);
+        pb[e] = __float2bfloat16(rb);
+      }
+      kd[va] = a[j];
+      kd[va + hv] = b[j];
+    }
+  }
+  constexpr int V = 8;
+  for (long long k0 = lane; k0 < nv; k0 += (long long)V * nlanes) {
+    uint4 v[V];
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+      const long long k = k0 + (long long)j * nlanes;
+      if (k < nv) v[j] = src[nv + k];
+    }
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+      const long long k = k0 + (long long)j * nlanes;
+      if (k < nv) vd[k] = v[j];
+    }
+  }
+}
+
+// One row of the push: plain, or with K's RoPE (ROPE: rope=push and HD % 16
+// == 0; POS and TAB the frozen positions and cos/sin table).
+__device__ static inline void sd_row_any(ncclWindow_t pool_win, const uint4 *src, int d,
+                                         long long slot, long long l, long long slab,
+                                         long long vec16, int rope, int hd, int pos,
+                                         const float2 *tab, unsigned lane, unsigned nlanes) {
+  if (rope)
+    sd_row_rope(pool_win, src, d, slot, l, slab, vec16 * 8, hd, tab + (long long)pos * (hd / 2),
+                lane, nlanes);
+  else
+    sd_row(pool_win, src, d, slot, l, slab, vec16, lane, nlanes);
+}
+
 // Push layers [L0, L1) of this prefill rank: CTA b takes items b, b+G, ...
 // of TPI rows each; then signals (sync=per_chunk: its own flag; per_peer:
 // the last CTA of the layer raises the layer flag) on every decode rank in
 // DMASK.
+template <int ROPE>
 __global__ void __launch_bounds__(1024)
 sd_push(ncclWindow_t pool_win, ncclWindow_t flag_win, const __nv_bfloat16 *stage,
         const int *dst, const long long *slot, long long S, long long W, long long slab,
         long long L, long long l0, long long l1, long long tpi, int me,
-        unsigned long long dmask, unsigned long long epoch, unsigned long long *done) {
+        unsigned long long dmask, unsigned long long epoch, unsigned long long *done, int hd,
+        const int *pos, const float2 *tab) {
   const long long vec16 = W / 8, items = (S + tpi - 1) / tpi;
   for (long long l = l0; l < l1; l++) {
     const uint4 *lay = (const uint4 *)(stage + (size_t)l * S * 2 * W);
@@ -179,15 +270,16 @@ sd_push(ncclWindow_t pool_win, ncclWindow_t flag_win, const __nv_bfloat16 *stage
       long long r0 = it * tpi, r1 = r0 + tpi < S ? r0 + tpi : S;
 #if CUCO_ISSUER == CUCO_ISSUER_CTA
       for (long long r = r0; r < r1; r++)
-        sd_row(pool_win, lay + r * 2 * vec16, dst[r], slot[r], l, slab, vec16, threadIdx.x,
-               blockDim.x);
+        sd_row_any(pool_win, lay + r * 2 * vec16, dst[r], slot[r], l, slab, vec16, ROPE, hd,
+                   pos[r], tab, threadIdx.x, blockDim.x);
 #elif CUCO_ISSUER == CUCO_ISSUER_WARP
       for (long long r = r0 + threadIdx.x / 32; r < r1; r += blockDim.x / 32)
-        sd_row(pool_win, lay + r * 2 * vec16, dst[r], slot[r], l, slab, vec16,
-               threadIdx.x & 31, 32);
+        sd_row_any(pool_win, lay + r * 2 * vec16, dst[r], slot[r], l, slab, vec16, ROPE, hd,
+                   pos[r], tab, threadIdx.x & 31, 32);
 #else
       for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x)
-        sd_row(pool_win, lay + r * 2 * vec16, dst[r], slot[r], l, slab, vec16, 0, 1);
+        sd_row_any(pool_win, lay + r * 2 * vec16, dst[r], slot[r], l, slab, vec16, ROPE, hd,
+                   pos[r], tab, 0, 1);
 #endif
     }
     __syncthreads();
@@ -451,6 +543,12 @@ __global__ void sd_wait_gin(ncclDevComm dc, unsigned long long pmask, long long 
 }
 #endif
 
+// rope=push applies here: the push rotates K (HD % 16 == 0), the compute
+// is the GEMM alone.
+static inline int sd_rope_in_push(const struct kv_shape *s) {
+  return SD_ROPE_PUSH && s->HD % 16 == 0;
+}
+
 [[maybe_unused]] static int push(struct wl_ctx *ctx, struct sd *u, long long l0,
                                  long long l1, unsigned long long ep) {
   const struct kv_shape *s = &u->s;
@@ -461,9 +559,11 @@ __global__ void sd_wait_gin(ncclDevComm dc, unsigned long long pmask, long long 
       u->dc, u->pool_win, u->stage_win, u->dst, u->slot, s->S, s->W,
       (long long)kv_slab_elems(s), s->L, l0, l1, tpi, s->me, u->dmask);
 #else
-  sd_push<<<CUCO_PARAM_comm_ctas, CUCO_PARAM_push_threads, 0, u->comm>>>(
+  (sd_rope_in_push(s) ? sd_push<1> : sd_push<0>)<<<CUCO_PARAM_comm_ctas, CUCO_PARAM_push_threads,
+                                                   0, u->comm>>>(
       u->pool_win, u->flag_win, (const __nv_bfloat16 *)u->stage, u->dst, u->slot, s->S, s->W,
-      (long long)kv_slab_elems(s), s->L, l0, l1, tpi, s->me, u->dmask, ep, u->done);
+      (long long)kv_slab_elems(s), s->L, l0, l1, tpi, s->me, u->dmask, ep, u->done, (int)s->HD,
+      u->core.pos_dev, u->core.rope_tab);
 #endif
   RT_LAUNCH(ctx);
   return 0;
@@ -525,6 +625,7 @@ static int compute_layers(struct wl_ctx *ctx, struct sd *u, long long l, long lo
 #else
   (void)ep, (void)nl;
   __nv_bfloat16 *out = (__nv_bfloat16 *)u->stage + (size_t)l * s->S * n;
+  if (sd_rope_in_push(s)) return kv_gemm_layer(ctx, s, &u->core, u->X, u->W, l, out, stream);
   return kv_compute_layer(ctx, s, &u->core, u->X, u->W, l, out, stream);
 #endif
 }

@@ -383,9 +383,12 @@ static inline int kv_core_init(struct wl_ctx *ctx, const struct kv_shape *s,
 
 // Enqueue layer L of the compute on STREAM: OUT [S][2W] bf16 = X * W_l
 // (fp32 accumulate), then RoPE on its K half.  0 or rt_fail.
-static inline int kv_compute_layer(struct wl_ctx *ctx, const struct kv_shape *s,
-                                   struct kv_core *c, const void *X, const void *Wt,
-                                   long long l, void *out, cudaStream_t stream) {
+// Layer L's projection alone, OUT = X * W_l (no RoPE): kv_compute_layer's
+// GEMM, for a design that applies the frozen kv_rope_pair itself (the
+// seed's placement=split with rope=push rotates K in its push kernel).
+static inline int kv_gemm_layer(struct wl_ctx *ctx, const struct kv_shape *s,
+                                struct kv_core *c, const void *X, const void *Wt, long long l,
+                                void *out, cudaStream_t stream) {
   const float one = 1.0f, zero = 0.0f;
   const long long n = 2 * s->W;
   const char *wl = (const char *)Wt + (size_t)l * s->DM * n * 2;
@@ -403,6 +406,13 @@ static inline int kv_compute_layer(struct wl_ctx *ctx, const struct kv_shape *s,
                             &one, wl, CUDA_R_16BF, (int)n, X, CUDA_R_16BF, (int)s->DM, &zero,
                             out, CUDA_R_16BF, (int)n, CUBLAS_COMPUTE_32F,
                             CUBLAS_GEMM_DEFAULT));
+  return 0;
+}
+
+static inline int kv_compute_layer(struct wl_ctx *ctx, const struct kv_shape *s,
+                                   struct kv_core *c, const void *X, const void *Wt,
+                                   long long l, void *out, cudaStream_t stream) {
+  if (kv_gemm_layer(ctx, s, c, X, Wt, l, out, stream) != 0) return -1;
   kv_rope_kernel<<<kv_grid(kv_rope_work(s->S, s->HKV, s->HD), 256), 256, 0, stream>>>(
       (__nv_bfloat16 *)out, c->pos_dev, c->rope_tab, s->S, (int)s->HKV, (int)s->HD);
   RT_LAUNCH(ctx);
