@@ -4,7 +4,7 @@
 #   1. cuco eval --json --impl all of moe_dsv3 and kv_transfer (the seed and
 #      the baselines: the bar of this run): WL.json;
 #   2. variants of the seed (CUCO-PARAM and directive lines rewritten),
-#      through --candidate: WL-VARIANT.json.  VARIANTS (default below)
+#      through --candidate: WL-VARIANT.json (WLS: the workloads, in order).  VARIANTS (default below)
 #      lists them as WL:NAME:LINE|LINE...; a LINE replaces the seed's line
 #      that starts with the same "// CUCO-PARAM KEY=" or "// CUCO-DIRECTIVES".
 # Nothing starts after LIMIT s (default 540).  Carry build-gpu.
@@ -42,7 +42,7 @@ PY
   done
   gpu_capped "$wl-$name" 120 "$OUT/$wl-$name.json" ./cuco eval "workloads/$wl" --candidate "$f" --json
 }
-for wl in moe_dsv3 kv_transfer; do
+for wl in ${WLS:-moe_dsv3 kv_transfer}; do
   gpu_capped "$wl" 150 "$OUT/$wl.json" ./cuco eval "workloads/$wl" --json --impl all
   while IFS=: read -r vwl vname vlines; do
     [ "$vwl" = "$wl" ] && variant "$vwl" "$vname" "$vlines"
