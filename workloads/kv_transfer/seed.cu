@@ -559,8 +559,10 @@ static inline int sd_rope_in_push(const struct kv_shape *s) {
       u->dc, u->pool_win, u->stage_win, u->dst, u->slot, s->S, s->W,
       (long long)kv_slab_elems(s), s->L, l0, l1, tpi, s->me, u->dmask);
 #else
-  (sd_rope_in_push(s) ? sd_push<1> : sd_push<0>)<<<CUCO_PARAM_comm_ctas, CUCO_PARAM_push_threads,
-                                                   0, u->comm>>>(
+  // sd_push<1> only where rope=push is built (it spills a little at 64
+  // registers, and needs no ptxas time elsewhere)
+  auto *kern = sd_rope_in_push(s) ? sd_push<SD_ROPE_PUSH> : sd_push<0>;
+  kern<<<CUCO_PARAM_comm_ctas, CUCO_PARAM_push_threads, 0, u->comm>>>(
       u->pool_win, u->flag_win, (const __nv_bfloat16 *)u->stage, u->dst, u->slot, s->S, s->W,
       (long long)kv_slab_elems(s), s->L, l0, l1, tpi, s->me, u->dmask, ep, u->done, (int)s->HD,
       u->core.pos_dev, u->core.rope_tab);
