@@ -1,10 +1,12 @@
 // workloads/kv_transfer/seed.cu - device-initiated KV handoff (LSA push).
 //
-// Prefill ranks compute every layer's [K|V] = X * W_l and RoPE (the frozen
-// core in wl_kv.cuh) into staging; a push kernel on a communication stream
-// copies each token's K and V rows straight into the decode rank's paged
-// pool (symmetric window "pool") through ncclGetLsaPointer with 16-byte
-// stores, then release-stores the layer's ready flag(s) on that decode rank
+// The seed is placement=split: prefill ranks compute each layer's [K|V] =
+// X * W_l and RoPE (the frozen cuBLAS core in wl_kv.cuh) into staging; as
+// soon as a layer is there, a push kernel on a communication stream (16
+// CTAs of 1024 threads, a warp per token row, eight 16-byte loads in flight
+// per lane) copies its K and V rows straight into the decode rank's paged
+// pool (symmetric window "pool") through ncclGetLsaPointer, under the next
+// layer's GEMM, then release-stores the layer's ready flag(s) on that decode rank
 // with the current epoch (nccl-device-api.md 3.6 / 5.3).  The decode rank's
 // wait kernel spins until every flag of every layer from every sender
 // carries the epoch; only then does its step stream move on, so its clock
@@ -22,8 +24,9 @@
 //    its own pages.  Staging is rewritten only in the next step, which every
 //    rank enters after the runtime's cross-rank barrier, i.e. after every
 //    decode rank finished its pulls.
+//  - placement=deferred: one push of every layer after the last GEMM.
 //  - placement=per_tile: the KV projection runs on the shared GEMM tile
-//    (runtime/gemm_tile.cuh, v1) per layer; its epilogue stores the tile
+//    (runtime/gemm_tile_v2.cuh) per layer; its epilogue stores the tile
 //    into the local staging rows, and tile_end applies RoPE (wl_kv.cuh's
 //    kv_rope_pair and table) and stores the tile straight into the decode
 //    rank's pages (push) or back into staging (pull); the layer's last tile
@@ -63,18 +66,18 @@ struct sd {
 };
 
 // EVOLVE-BLOCK-START
-// CUCO-DIRECTIVES backend=lsa placement=per_tile sync=per_peer issuer=cta chunk=1MiB
-// CUCO-PARAM comm_ctas=8
-// CUCO-PARAM push_threads=512
+// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp chunk=128KiB
+// CUCO-PARAM comm_ctas=16
+// CUCO-PARAM push_threads=1024
 // CUCO-PARAM direction=push
 // CUCO-PARAM tile_launch=layer
 // CUCO-PARAM compute=step
 // CUCO-PARAM rope=kernel
 #ifndef CUCO_PARAM_comm_ctas
-#define CUCO_PARAM_comm_ctas 8
+#define CUCO_PARAM_comm_ctas 16
 #endif
 #ifndef CUCO_PARAM_push_threads
-#define CUCO_PARAM_push_threads 512
+#define CUCO_PARAM_push_threads 1024
 #endif
 #ifndef CUCO_PARAM_direction
 #define CUCO_PARAM_direction push
