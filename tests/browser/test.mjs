@@ -109,8 +109,10 @@ async function main() {
   }
   const total = sql(db, 'SELECT count(*) FROM programs WHERE run_id=(SELECT max(id) FROM runs)')[0][0];
   const evaluated = sql(db, "SELECT count(*) FROM programs WHERE run_id=(SELECT max(id) FROM runs) AND status IN ('ok','failed','rejected')")[0][0];
-  // The candidate to click: one with a parent, preferably written by an LLM.
-  const child = sql(db, "SELECT p.id, p.parent_id, c.prompt, c.response FROM programs p LEFT JOIN llm_calls c ON c.id = p.llm_call_id WHERE p.parent_id IS NOT NULL AND p.code IS NOT NULL AND p.run_id=(SELECT max(id) FROM runs) ORDER BY c.id IS NULL, p.id DESC LIMIT 1")[0];
+  // The candidate to click: one whose code differs from its parent's (a
+  // migrate copy, or a tuner's candidate that only repeats its parent's
+  // directives, has nothing to show), preferably written by an LLM.
+  const child = sql(db, "SELECT p.id, p.parent_id, c.prompt, c.response FROM programs p JOIN programs pp ON pp.id = p.parent_id LEFT JOIN llm_calls c ON c.id = p.llm_call_id WHERE p.code IS NOT NULL AND p.code IS NOT pp.code AND p.run_id=(SELECT max(id) FROM runs) ORDER BY c.id IS NULL, p.id DESC LIMIT 1")[0];
 
   const server = await startServe(db);
   const browser = await chromium.launch({ executablePath: process.env.CUCO_CHROMIUM || '/usr/bin/chromium', args: FLAGS });
