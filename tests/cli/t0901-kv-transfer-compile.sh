@@ -13,8 +13,9 @@ WL=$ROOT/workloads/kv_transfer
 check_cheats "$WL" '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+' 6
 awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -4 >"$TMP/evhead"
 expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
-  '^// CUCO-DIRECTIVES backend=lsa placement=per_tile sync=per_peer issuer=cta chunk=1MiB$'
-expect_grep "seed: comm_ctas param" "$TMP/evhead" '^// CUCO-PARAM comm_ctas=8$'
+  '^// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp chunk=128KiB$'
+expect_grep "seed: comm_ctas param" "$TMP/evhead" '^// CUCO-PARAM comm_ctas=16$'
+expect_grep "workload.ini: compute and rope in [params]" "$WL/workload.ini" '^rope *= *kernel, push$'
 awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -6 >"$TMP/evhead6"
 expect_grep "seed: direction param (push)" "$TMP/evhead6" '^// CUCO-PARAM direction=push$'
 expect_grep "workload.ini: direction push|pull in [params]" "$WL/workload.ini" '^direction *= *push, pull$'
@@ -57,7 +58,7 @@ expect_no_grep "seed.cu builds without warnings" "$TMP/err" "warning"
 # direction=pull (decode reads the staging window) and placement=per_tile (the
 # GEMM tile's epilogue applies RoPE and stores the pages) in every combination
 S=$WL/seed.cu
-unity_cc "seed.cu compiles in 8 directive variants (split per_chunk warp 16 CTAs; thread issuer; GIN split; pull deferred; pull split warp 64KiB; pull split thread per_chunk, built as per_peer; per_tile pull; per_tile in one batched launch)" -- \
+unity_cc "seed.cu compiles in 9 directive variants (split per_chunk warp 16 CTAs; thread issuer; GIN split; pull deferred; pull split warp 64KiB; pull split thread per_chunk, built as per_peer; per_tile pull; per_tile in one batched launch; split with RoPE in the push on the high-priority stream)" -- \
   "$S@CUCO_PLACEMENT=3,CUCO_SYNC=3,CUCO_ISSUER=2,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_comm_ctas=16" \
   "$S@CUCO_ISSUER=1,CUCO_PARAM_push_threads=128" \
   "$S@CUCO_BACKEND=2,CUCO_PLACEMENT=3" \
@@ -65,7 +66,8 @@ unity_cc "seed.cu compiles in 8 directive variants (split per_chunk warp 16 CTAs
   "$S@CUCO_PARAM_direction=pull,CUCO_PLACEMENT=3,CUCO_ISSUER=2,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_comm_ctas=16" \
   "$S@CUCO_PARAM_direction=pull,CUCO_PLACEMENT=3,CUCO_ISSUER=1,CUCO_SYNC=3" \
   "$S@CUCO_PLACEMENT=2,CUCO_PARAM_direction=pull" \
-  "$S@CUCO_PLACEMENT=2,CUCO_PARAM_tile_launch=all"
+  "$S@CUCO_PLACEMENT=2,CUCO_PARAM_tile_launch=all" \
+  "$S@CUCO_PLACEMENT=3,CUCO_ISSUER=2,CUCO_PARAM_rope=push,CUCO_PARAM_compute=hi"
 # per_tile runs on the tile v2 (wgmma + TMA): sm_90a, as cuco eval builds
 expect_rc "seed.cu per_tile push compiles for sm_90a" 0 "${NV[@]/-arch=sm_90/-gencode=arch=compute_90a,code=sm_90a}" \
   -DCUCO_PLACEMENT=2 -Xptxas -v -c "$WL/seed.cu" -o "$TMP/o.o"
