@@ -64,11 +64,20 @@ struct sd {
 // the shared tile v2, or the frozen per-expert cuBLAS loop (moe_experts).
 #define SD_EXP_cublas 1
 #define SD_EXP_tile 2
+#define SD_EXP_auto 3
 #define SD_CAT_(a, b) a##b
 #define SD_CAT(a, b) SD_CAT_(a, b)
 #define SD_EXP SD_CAT(SD_EXP_, CUCO_PARAM_experts)
-#if SD_EXP != 1 && SD_EXP != 2
-#error "CUCO-PARAM experts must be tile or cublas"
+#if SD_EXP != 1 && SD_EXP != 2 && SD_EXP != 3
+#error "CUCO-PARAM experts must be tile, cublas or auto"
+#endif
+// experts=auto: the tile where experts get few rows, the cuBLAS loop from
+// SD_AUTO_ROWS rows per expert on average.  Under ncu (one H200, kernels
+// serialised, bench/seedwin2-2026-12-03-h200.json) the tile's two launches
+// took 8.85 ms at prefill (about 128 rows an expert) where the loop's GEMMs
+// took about 8.19; at decode (4 rows) the tile won 1.44x over the loop.
+#ifndef SD_AUTO_ROWS
+#define SD_AUTO_ROWS 64
 #endif
 #ifndef CUCO_PARAM_combine
 #define CUCO_PARAM_combine wide
@@ -258,7 +267,7 @@ __global__ void sd_dispatch_gin(ncclDevComm dc, ncclWindow_t recv_win, ncclWindo
 }
 #endif
 
-#if SD_EXP == 2
+#if SD_EXP != 1
 // The routed experts as two grouped GEMMs on the tile v2 (wgmma + TMA,
 // persistent): one launch each for all El experts, the groups being the
 // expert row ranges already uploaded to c->eoff, and one SwiGLU between.
@@ -288,6 +297,20 @@ static int sd_experts_tile(struct wl_ctx *ctx, struct moe_core *c, cudaStream_t 
   return 0;
 }
 #endif
+
+// The routed experts by the experts= word (rows [beg[0], beg[El]) in
+// expert order, ranges uploaded to c->eoff).
+static int sd_experts(struct wl_ctx *ctx, struct moe_core *c, cudaStream_t st, const int *beg) {
+#if SD_EXP == 2
+  return sd_experts_tile(ctx, c, st, beg);
+#elif SD_EXP == 3
+  const long long El = c->s.El, rows = beg[El] - beg[0];
+  if (rows < (long long)SD_AUTO_ROWS * El) return sd_experts_tile(ctx, c, st, beg);
+  return moe_experts(ctx, c, st, beg, beg + 1);
+#else
+  return moe_experts(ctx, c, st, beg, beg + 1);
+#endif
+}
 
 static int sd_step(struct wl_ctx *ctx, struct sd *u) {
   struct moe_core *c = &u->c;
@@ -349,11 +372,7 @@ static int sd_step(struct wl_ctx *ctx, struct sd *u) {
   RT_CUDA(ctx, cudaMemcpyAsync(c->eoff, beg, sizeof(int) * (El + 1), cudaMemcpyHostToDevice, st));
   RT_CUDA(ctx, cudaMemsetAsync(c->cursor, 0, sizeof(int) * El, st));
   if (moe_expand(ctx, c, st, u->recv, u->recmap, nin, 0, c->eoff, c->eoff + 1, c->cursor) != 0 ||
-#if SD_EXP == 2
-      sd_experts_tile(ctx, c, st, beg) != 0)
-#else
-      moe_experts(ctx, c, st, beg, beg + 1) != 0)
-#endif
+      sd_experts(ctx, c, st, beg) != 0)
     return -1;
 #if CUCO_BACKEND == CUCO_BACKEND_GIN
   return rt_fail(ctx, "backend=gin: the combine has no GIN path yet (dispatch only)");
