@@ -86,10 +86,11 @@ for i in "${!jobs_list[@]}"; do
 done
 # the directive variants, in one unit (lib.sh unity_cc); the GIN path as
 # make cuda compiles (and links) it, a section of the workload's unit
-unity_cc "seed.cu compiles in 4 directive variants (its directives: warp issuer 16 CTAs; 32 CTAs of 1024 threads; experts on the grouped tile v2; the GIN path)" -- \
+unity_cc "seed.cu compiles in 5 directive variants (its directives: warp issuer 16 CTAs; 32 CTAs of 1024 threads; experts by cuBLAS loop with the fused combine; experts=auto; the GIN path)" -- \
   "$WL/seed.cu@CUCO_ISSUER=2,CUCO_PARAM_comm_ctas=16" \
   "$WL/seed.cu@CUCO_PARAM_comm_ctas=32,CUCO_PARAM_disp_threads=1024" \
-  "$WL/seed.cu@CUCO_PARAM_experts=tile" \
+  "$WL/seed.cu@CUCO_PARAM_experts=cublas,CUCO_PARAM_combine=fused" \
+  "$WL/seed.cu@CUCO_PARAM_experts=auto" \
   "$WL/seed.cu@CUCO_BACKEND=CUCO_BACKEND_GIN"
 expect_no_grep "and without warnings" "$TMP/err" "warning"
 done_testing
