@@ -7,6 +7,7 @@
 #      through --candidate: WL-VARIANT.json (WLS: the workloads, in order).  VARIANTS (default below)
 #      lists them as WL:NAME:LINE|LINE...; a LINE replaces the seed's line
 #      that starts with the same "// CUCO-PARAM KEY=" or "// CUCO-DIRECTIVES".
+#   3. CHEATS: the cheat suites of these workloads (verify only).
 # Nothing starts after LIMIT s (default 540).  Carry build-gpu.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,12 +15,13 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/gpu/lib.sh"
 gpu_eval_env "$ROOT"
 gpu_capped_init seedwin
-SPLIT='// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp chunk=128KiB'
-VARIANTS=${VARIANTS:-"moe_dsv3:c32t1024:// CUCO-PARAM comm_ctas=32|// CUCO-PARAM disp_threads=1024
-moe_dsv3:c32t512:// CUCO-PARAM comm_ctas=32
-kv_transfer:split4:$SPLIT|// CUCO-PARAM comm_ctas=4|// CUCO-PARAM push_threads=1024
-kv_transfer:split8:$SPLIT|// CUCO-PARAM comm_ctas=8|// CUCO-PARAM push_threads=1024
-kv_transfer:split16:$SPLIT|// CUCO-PARAM comm_ctas=16|// CUCO-PARAM push_threads=1024"}
+SPLIT256='// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp chunk=256KiB'
+# the default: what the 2026-12-03 runs left to measure (the first call
+# ran split4/8/16 and moe comm_ctas=32, the second compute=hi and rope=push)
+VARIANTS=${VARIANTS:-"moe_dsv3:auto:// CUCO-PARAM experts=auto
+moe_dsv3:c8t512:// CUCO-PARAM comm_ctas=8
+kv_transfer:split16c256:$SPLIT256
+kv_transfer:split16t512:// CUCO-PARAM push_threads=512"}
 variant() { # WL NAME LINES: the seed with LINES ('|'-separated) in place
   local wl=$1 name=$2 f=/tmp/seedwin-$1-$2.cu line key
   cp "workloads/$wl/seed.cu" "$f"
@@ -47,6 +49,11 @@ for wl in ${WLS:-moe_dsv3 kv_transfer}; do
   while IFS=: read -r vwl vname vlines; do
     [ "$vwl" = "$wl" ] && variant "$vwl" "$vname" "$vlines"
   done <<<"$VARIANTS"
+done
+# CHEATS: workloads whose cheat suite runs after (verify only; the seed
+# changed under them)
+for wl in ${CHEATS:-}; do
+  gpu_capped "cheats-$wl" 150 "$OUT/cheats-$wl.txt" ./cuco eval "workloads/$wl" --cheats --no-bench --timeout 40
 done
 # one line per implementation and bench size: median ms
 python3 - "$OUT" >"$OUT/table.txt" <<'PY'
