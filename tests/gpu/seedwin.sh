@@ -7,7 +7,9 @@
 #      through --candidate: WL-VARIANT.json (WLS: the workloads, in order).  VARIANTS (default below)
 #      lists them as WL:NAME:LINE|LINE...; a LINE replaces the seed's line
 #      that starts with the same "// CUCO-PARAM KEY=" or "// CUCO-DIRECTIVES".
-#   3. CHEATS: the cheat suites of these workloads (verify only).
+#   3. torch's GEMM + RoPE on kv_transfer's shapes (the outside anchor):
+#      torch-kv_transfer.anchor.json;
+#   4. CHEATS: the cheat suites of these workloads (verify only).
 # Nothing starts after LIMIT s (default 540).  Carry build-gpu.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -50,6 +52,13 @@ for wl in ${WLS:-moe_dsv3 kv_transfer}; do
     [ "$vwl" = "$wl" ] && variant "$vwl" "$vname" "$vlines"
   done <<<"$VARIANTS"
 done
+# the outside anchor of the same shapes, same call (issue 24): torch's
+# GEMM + RoPE for kv_transfer (tests/gpu/kv_transfer_torch.py)
+case " ${WLS:-moe_dsv3 kv_transfer} " in
+*" kv_transfer "*)
+  gpu_capped torch-kv_transfer 120 "$OUT/torch-kv_transfer.anchor.json" \
+    python3 "$ROOT/tests/gpu/kv_transfer_torch.py" ;;
+esac
 # CHEATS: workloads whose cheat suite runs after (verify only; the seed
 # changed under them)
 for wl in ${CHEATS:-}; do
@@ -71,4 +80,4 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
               " ".join("%s=%.4f" % (k, (v.get("timing") or {}).get("median_ms") or -1)
                        for k, v in b.items() if isinstance(v, dict)))
 PY
-cat "$T" "$OUT/table.txt"
+cat "$T" "$OUT/table.txt" "$OUT"/*.anchor.json 2>/dev/null
