@@ -35,7 +35,8 @@ if not rows:
 h = rows[0]
 ki, ni, vi, ui = (h.index("ID"), h.index("Kernel Name"), h.index("Metric Value"),
                   h.index("Metric Unit"))
-to_us = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+to_us = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3,
+         "s": 1e6, "second": 1e6}
 for r in rows[1:]:
     try:
         print(r[ki], "%.1f" % (float(r[vi].replace(",", "")) * to_us.get(r[ui], float("nan"))),
