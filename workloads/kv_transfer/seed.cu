@@ -155,33 +155,40 @@ __device__ static inline void sd_store_release(unsigned long long *p, unsigned l
   f.store(v, cuda::memory_order_release);
 }
 
+// Copy N 16-byte vectors SRC[0..N) to DST: vector k to d0[k] below SPLIT,
+// to d1[k - SPLIT] from it (K and V of a row go to two places in the
+// pages); lanes [LANE, .. by NLANES) of the issuer take them.  Eight loads
+// in flight per lane before their stores: a load-then-store loop keeps one
+// 16-byte load per lane in flight (the compiler cannot hoist a load above a
+// store through another pointer), so a copy on a few CTAs is bound by
+// memory latency, not bandwidth.
+__device__ static inline void sd_copy16(uint4 *d0, uint4 *d1, long long split, const uint4 *src,
+                                        long long n, unsigned lane, unsigned nlanes) {
+  constexpr int U = 8;
+  for (long long k0 = lane; k0 < n; k0 += (long long)U * nlanes) {
+    uint4 v[U];
+#pragma unroll
+    for (int j = 0; j < U; j++) {
+      const long long k = k0 + (long long)j * nlanes;
+      if (k < n) v[j] = src[k];
+    }
+#pragma unroll
+    for (int j = 0; j < U; j++) {
+      const long long k = k0 + (long long)j * nlanes;
+      if (k < n) (k < split ? d0 : d1 - split)[k] = v[j];
+    }
+  }
+}
+
 // Copy one token row (K and V, W elements each) of layer L to its slot in
-// the decode rank's pool; VEC16 = W / 8 uint4 per half; lanes [LANE, .. by
-// NLANES) of the issuer take the 16-byte pieces.
+// the decode rank's pool; VEC16 = W / 8 uint4 per half.
 __device__ static inline void sd_row(ncclWindow_t pool_win, const uint4 *src, int d,
                                      long long slot, long long l, long long slab,
                                      long long vec16, unsigned lane, unsigned nlanes) {
   // The peer's K and V rows of this token (a window maps contiguously).
   uint4 *kd = (uint4 *)ncclGetLsaPointer(pool_win, ((size_t)(l * 2) * slab + slot) * 2, d);
   uint4 *vd = kd + (size_t)slab / 8;  // slab elements of bf16 = slab / 8 uint4
-  // Eight loads in flight per lane before their stores: a load-then-store
-  // loop keeps one 16-byte load per lane in flight (the compiler cannot
-  // hoist a load above a store through another pointer), so a copy on a
-  // few CTAs is bound by memory latency, not bandwidth.
-  constexpr int U = 8;
-  for (long long k0 = lane; k0 < 2 * vec16; k0 += (long long)U * nlanes) {
-    uint4 v[U];
-#pragma unroll
-    for (int j = 0; j < U; j++) {
-      const long long k = k0 + (long long)j * nlanes;
-      if (k < 2 * vec16) v[j] = src[k];
-    }
-#pragma unroll
-    for (int j = 0; j < U; j++) {
-      const long long k = k0 + (long long)j * nlanes;
-      if (k < 2 * vec16) (k < vec16 ? kd : vd - vec16)[k] = v[j];
-    }
-  }
+  sd_copy16(kd, vd, vec16, src, 2 * vec16, lane, nlanes);
 }
 
 // sd_row with K's RoPE (rope=push): the K half as pair units (vector a at
@@ -226,20 +233,7 @@ __device__ static inline void sd_row_rope(ncclWindow_t pool_win, const uint4 *sr
       kd[va + hv] = b[j];
     }
   }
-  constexpr int V = 8;
-  for (long long k0 = lane; k0 < nv; k0 += (long long)V * nlanes) {
-    uint4 v[V];
-#pragma unroll
-    for (int j = 0; j < V; j++) {
-      const long long k = k0 + (long long)j * nlanes;
-      if (k < nv) v[j] = src[nv + k];
-    }
-#pragma unroll
-    for (int j = 0; j < V; j++) {
-      const long long k = k0 + (long long)j * nlanes;
-      if (k < nv) vd[k] = v[j];
-    }
-  }
+  sd_copy16(vd, vd, nv, src + nv, nv, lane, nlanes);
 }
 
 // One row of the push: plain, or with K's RoPE (ROPE: rope=push and HD % 16
@@ -781,12 +775,12 @@ extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {
 #endif
   if (rt_devcomm_create(ctx, &reqs, &u->dc) != 0) return -1;
   RT_CUDA(ctx, cudaStreamCreateWithFlags(&u->comm, cudaStreamNonBlocking));
-  {
+  if (SD_CS == SD_CS_hi) {  // compute=hi only
     int least = 0, greatest = 0;
     RT_CUDA(ctx, cudaDeviceGetStreamPriorityRange(&least, &greatest));
     RT_CUDA(ctx, cudaStreamCreateWithPriority(&u->hi, cudaStreamNonBlocking, greatest));
+    RT_CUDA(ctx, cudaEventCreateWithFlags(&u->join_hi, cudaEventDisableTiming));
   }
-  RT_CUDA(ctx, cudaEventCreateWithFlags(&u->join_hi, cudaEventDisableTiming));
   RT_CUDA(ctx, cudaEventCreateWithFlags(&u->fork, cudaEventDisableTiming));
   RT_CUDA(ctx, cudaEventCreateWithFlags(&u->join, cudaEventDisableTiming));
   u->layer = (cudaEvent_t *)calloc(s->L, sizeof(cudaEvent_t));
