@@ -33,6 +33,13 @@
 #                           "NAME: exit RC after MS ms (cap S s)" and the
 #                           cuco stage lines of its log to T ("skipped (limit)"
 #                           with under 20 s left)
+#   gpu_seed_variant WL NAME LINES  the seed of WL with LINES ('|'-separated;
+#                           a line replaces the seed's one line that starts
+#                           with the same "// CUCO-PARAM KEY=" or
+#                           "// CUCO-DIRECTIVES ") through cuco eval
+#                           --candidate --json: gpu_capped WL-NAME 120
+#                           OUT/WL-NAME.json (a line that matches nothing
+#                           or twice: a note in T)
 #   gpu_diag_env ROOT NAME  for the diagnostic scripts (diagN.sh): gpu_script_dirs,
 #                           gpu_cuco_env ROOT /tmp/NAME-cache, 32 hardware queues,
 #                           no sandbox unless CUCO_SANDBOX is set; sets W=/tmp/NAME
@@ -164,6 +171,28 @@ gpu_capped() {
   rc=$?
   echo "$name: exit $rc after $((($(date +%s%N) - s) / 1000000)) ms (cap $cap s)" >>"$T"
   grep -E '^  (build|verify|bench) |cheats:|NOT' "$OUT/$name.log" | cut -c1-200 >>"$T"
+}
+gpu_seed_variant() {
+  local wl=$1 name=$2 f=/tmp/variant-$1-$2.cu line key lines
+  cp "workloads/$wl/seed.cu" "$f"
+  IFS='|' read -r -a lines <<<"$3"
+  for line in "${lines[@]}"; do
+    case $line in
+    "// CUCO-PARAM "*) key=${line%%=*}= ;;
+    *) key='// CUCO-DIRECTIVES ' ;;
+    esac
+    python3 - "$f" "$key" "$line" <<'PY' || echo "$wl-$name: no line starts with '$key'" >>"$T"
+import sys
+f, key, line = sys.argv[1:]
+src = open(f).read().split("\n")
+hit = [i for i, l in enumerate(src) if l.startswith(key)]
+if len(hit) != 1:
+    sys.exit(1)
+src[hit[0]] = line
+open(f, "w").write("\n".join(src))
+PY
+  done
+  gpu_capped "$wl-$name" 120 "$OUT/$wl-$name.json" ./cuco eval "workloads/$wl" --candidate "$f" --json
 }
 gpu_diag_env() {
   gpu_script_dirs

@@ -18,16 +18,10 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/gpu/lib.sh"
 gpu_eval_env "$ROOT"
 gpu_capped_init plancheck
-variant() { # WL PARAM VALUE: the seed with one CUCO-PARAM changed, evaluated
-  local f=/tmp/plancheck-$1-$3.cu
-  sed "s|^// CUCO-PARAM $2=.*|// CUCO-PARAM $2=$3|" "workloads/$1/seed.cu" >"$f"
-  grep -q "^// CUCO-PARAM $2=$3\$" "$f" || echo "$1: no CUCO-PARAM $2 in the seed" >>"$T"
-  gpu_capped "$1-$3" 150 "$OUT/$1-$3.json" ./cuco eval "workloads/$1" --candidate "$f" --json
-}
 gpu_capped moe_dsv3 150 "$OUT/moe_dsv3.json" ./cuco eval workloads/moe_dsv3 --json --impl all
-variant moe_dsv3 combine fused
+gpu_seed_variant moe_dsv3 fused "// CUCO-PARAM combine=fused"
 gpu_capped kv_transfer 150 "$OUT/kv_transfer.json" ./cuco eval workloads/kv_transfer --json --impl all
-variant kv_transfer tile_launch all
+gpu_seed_variant kv_transfer all "// CUCO-PARAM tile_launch=all"
 for wl in kv_transfer moe_dsv3; do
   gpu_capped "cheats-$wl" 120 "$OUT/cheats-$wl.txt" ./cuco eval "workloads/$wl" --cheats --no-bench --timeout 40
 done

@@ -24,32 +24,10 @@ VARIANTS=${VARIANTS:-"moe_dsv3:auto:// CUCO-PARAM experts=auto
 moe_dsv3:c8t512:// CUCO-PARAM comm_ctas=8
 kv_transfer:split16c256:$SPLIT256
 kv_transfer:split16t512:// CUCO-PARAM push_threads=512"}
-variant() { # WL NAME LINES: the seed with LINES ('|'-separated) in place
-  local wl=$1 name=$2 f=/tmp/seedwin-$1-$2.cu line key
-  cp "workloads/$wl/seed.cu" "$f"
-  IFS='|' read -r -a lines <<<"$3"
-  for line in "${lines[@]}"; do
-    case $line in
-    "// CUCO-PARAM "*) key=${line%%=*}= ;;
-    *) key='// CUCO-DIRECTIVES ' ;;
-    esac
-    python3 - "$f" "$key" "$line" <<'PY' || echo "$wl-$name: no line starts with '$key'" >>"$T"
-import sys
-f, key, line = sys.argv[1:]
-src = open(f).read().split("\n")
-hit = [i for i, l in enumerate(src) if l.startswith(key)]
-if len(hit) != 1:
-    sys.exit(1)
-src[hit[0]] = line
-open(f, "w").write("\n".join(src))
-PY
-  done
-  gpu_capped "$wl-$name" 120 "$OUT/$wl-$name.json" ./cuco eval "workloads/$wl" --candidate "$f" --json
-}
 for wl in ${WLS:-moe_dsv3 kv_transfer}; do
   gpu_capped "$wl" 150 "$OUT/$wl.json" ./cuco eval "workloads/$wl" --json --impl all
   while IFS=: read -r vwl vname vlines; do
-    [ "$vwl" = "$wl" ] && variant "$vwl" "$vname" "$vlines"
+    [ "$vwl" = "$wl" ] && gpu_seed_variant "$vwl" "$vname" "$vlines"
   done <<<"$VARIANTS"
 done
 # the outside anchor of the same shapes, same call (issue 24): torch's
