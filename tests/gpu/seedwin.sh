@@ -9,7 +9,9 @@
 #      that starts with the same "// CUCO-PARAM KEY=" or "// CUCO-DIRECTIVES".
 #   3. torch's GEMM + RoPE on kv_transfer's shapes (the outside anchor):
 #      torch-kv_transfer.anchor.json;
-#   4. CHEATS: the cheat suites of these workloads (verify only).
+#   4. CHEATS: the cheat suites of these workloads (verify only);
+#   5. VRANKS: these workloads' seeds at --vranks 2 (verify only; a
+#      protocol test, never a performance number).
 # Nothing starts after LIMIT s (default 540).  Carry build-gpu.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,7 +25,8 @@ SPLIT256='// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=wa
 VARIANTS=${VARIANTS:-"moe_dsv3:auto:// CUCO-PARAM experts=auto
 moe_dsv3:c8t512:// CUCO-PARAM comm_ctas=8
 kv_transfer:split16c256:$SPLIT256
-kv_transfer:split16t512:// CUCO-PARAM push_threads=512"}
+kv_transfer:split16t512:// CUCO-PARAM push_threads=512
+kv_transfer:split12:// CUCO-PARAM comm_ctas=12"}
 for wl in ${WLS:-moe_dsv3 kv_transfer}; do
   gpu_capped "$wl" 150 "$OUT/$wl.json" ./cuco eval "workloads/$wl" --json --impl all
   while IFS=: read -r vwl vname vlines; do
@@ -41,6 +44,9 @@ esac
 # changed under them)
 for wl in ${CHEATS:-}; do
   gpu_capped "cheats-$wl" 150 "$OUT/cheats-$wl.txt" ./cuco eval "workloads/$wl" --cheats --no-bench --timeout 40
+done
+for wl in ${VRANKS:-}; do
+  gpu_capped "vranks2-$wl" 120 "$OUT/vranks2-$wl.txt" ./cuco eval "workloads/$wl" --vranks 2 --no-bench --timeout 60
 done
 # one line per implementation and bench size: median ms
 python3 - "$OUT" >"$OUT/table.txt" <<'PY'
