@@ -11,8 +11,21 @@
 #include <stdint.h>
 
 #include "cuco_directives.h"
-#include "cuco_nccl.cuh"
 #include "runtime.h"
+
+// NCCL's device API (or its emulation, vnccl.cuh) costs a unit about 4.5 s
+// of CPU to compile: its utility.h includes <cuda/atomic> whenever nvcc
+// compiles, kernels or not.  A unit with no device-API code (the runtime's
+// own units, a reference) defines RT_HOST_ONLY before including this: it
+// gets NCCL's host API and the two device-API types named below, incomplete
+// (pointers only), and a use of the device API fails to compile there.
+#ifdef RT_HOST_ONLY
+#include <nccl.h>
+struct ncclDevComm;
+struct ncclDevCommRequirements;
+#else
+#include "cuco_nccl.cuh"
+#endif
 
 // The stream a step is enqueued on (created by the runtime, non-blocking).
 cudaStream_t rt_stream(struct wl_ctx *ctx);

@@ -289,51 +289,9 @@ ncclWindow_t rt_window(struct wl_ctx *ctx, const char *name) {
   return b && (b->flags & RT_WINDOW) ? b->win : NULL;
 }
 
-int rt_lsa_size(struct wl_ctx *ctx) {
-#ifdef CUCO_VRANKS  // virtual ranks: one GPU, one LSA team
-  return ctx->prob.nranks;
-#else
-  return ncclTeamLsa(ctx->comm).nRanks;
-#endif
-}
-
-int rt_gin_possible(struct wl_ctx *ctx) {
-  const char *no = getenv("CUCO_NO_GIN");
-  if (no && *no && strcmp(no, "0") != 0) return 0;
-  return rt_lsa_size(ctx) != ctx->prob.nranks;
-}
-
-int rt_devcomm_create(struct wl_ctx *ctx, const ncclDevCommRequirements *reqs,
-                      ncclDevComm *out) {
-  if (!ctx->in_setup)
-    return rt_fail(ctx, "rt_devcomm_create: only allowed in wl_setup");
-  if (ctx->ndevcomms >= (int)(sizeof ctx->devcomms / sizeof ctx->devcomms[0]))
-    return rt_fail(ctx, "rt_devcomm_create: too many device communicators");
-  if (reqs->lsaMultimem)
-    return rt_fail(ctx, "rt_devcomm_create: multimem is forbidden (NVLS off)");
-  if ((reqs->ginSignalCount || reqs->ginCounterCount || reqs->ginForceEnable) &&
-      !rt_gin_possible(ctx))
-    return rt_fail(ctx,
-                   "rt_devcomm_create: GIN requested on a single LSA domain "
-                   "(no GIN here; guard with rt_gin_possible)");
-#ifdef CUCO_VRANKS  // the emulated comm of this virtual rank (rt_vranks.cu)
-  if (rt_vranks_devcomm(ctx, reqs, out) != 0) return -1;
-#else
-  ncclResult_t r = ncclDevCommCreate(ctx->comm, reqs, out);
-  if (r != ncclSuccess)
-    return rt_fail(ctx, "ncclDevCommCreate: %s", ncclGetErrorString(r));
-#endif
-  ctx->devcomms[ctx->ndevcomms++] = *out;
-  return 0;
-}
-
 // Free everything rt_alloc/rt_devcomm_create made (after wl_teardown).
 void rt_ctx_release(struct wl_ctx *ctx) {
-#ifndef CUCO_VRANKS  // virtual comms and windows belong to the vranks world
-  for (int i = 0; i < ctx->ndevcomms; i++)
-    ncclDevCommDestroy(ctx->comm, &ctx->devcomms[i]);
-#endif
-  ctx->ndevcomms = 0;
+  rt_devcomms_release(ctx);
   for (int i = 0; i < ctx->nbufs; i++) {
     struct rt_buf *b = &ctx->bufs[i];
 #ifdef CUCO_VRANKS

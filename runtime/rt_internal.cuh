@@ -5,9 +5,15 @@
 
 #include <stdio.h>
 
+// NCCL's host API only (rt.cuh says why): the one runtime unit that needs
+// the device API, rt_vranks.cu, includes cuco_nccl.cuh itself.
+#ifndef RT_HOST_ONLY
+#define RT_HOST_ONLY
+#endif
 #include "rt.cuh"
 
 #define RT_MAX_BUFS 64
+#define RT_MAX_DEVCOMMS 8
 #define RT_ERR_MAX 512
 
 // Checked calls inside the runtime: record file:line and return -1.
@@ -57,7 +63,7 @@ struct wl_ctx {
   int nbufs;
   struct rt_buf bufs[RT_MAX_BUFS];
   int ndevcomms;
-  ncclDevComm devcomms[8];
+  struct ncclDevComm *devcomms; // RT_MAX_DEVCOMMS, from the first rt_devcomm_create
   void *user, *ref_state;
   unsigned long long epoch; // advanced before every step
   unsigned long long step;  // index of the current step
@@ -83,6 +89,8 @@ const char *rt_dtype_name(int dtype);
 // free all buffers.
 int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s, unsigned long long *hash_dev);
 void rt_ctx_release(struct wl_ctx *ctx);
+// rt_vranks.cu: destroy and free the device communicators (rt_ctx_release).
+void rt_devcomms_release(struct wl_ctx *ctx);
 
 // rt_secret.cu: the per-run secret in a PROT_NONE page (docs/contracts.md 4d).
 // Read the secret from FD (>= 0; closed after) or draw it (FD < 0). 0 or -1.

@@ -5,11 +5,17 @@
 // one rank's launch delayed) and writes RESULT.json with
 // "protocol_test": true and no timing at all.
 //
-// Also here, in both builds: rt_coresident_max, rt_check_coresident (rt.cuh).
+// Also here, in both builds: rt_coresident_max, rt_check_coresident (rt.cuh),
+// and the device communicators (rt_devcomm_create, rt_lsa_size,
+// rt_gin_possible): this is the one runtime unit that includes NCCL's device
+// API (or, under --vranks, its emulation, which the mode needs here anyway);
+// the others compile without it (RT_HOST_ONLY, rt.cuh), ~4.5 s of CPU less
+// each.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuco_nccl.cuh"
 #include "rt_internal.cuh"
 
 // Under --vranks the R ranks' spinners share one GPU with every rank's
@@ -47,6 +53,62 @@ int rt_check_coresident(struct wl_ctx *ctx, const void *kernel, int grid, int bl
                    ranks, grid, cap, block, smem,
                    ctx->prob.vranks > 0 ? "; virtual ranks: all spinners in half the SMs" : "");
   return 0;
+}
+
+// ---------------------------------------------------- device communicators
+
+int rt_lsa_size(struct wl_ctx *ctx) {
+#ifdef CUCO_VRANKS  // virtual ranks: one GPU, one LSA team
+  return ctx->prob.nranks;
+#else
+  return ncclTeamLsa(ctx->comm).nRanks;
+#endif
+}
+
+int rt_gin_possible(struct wl_ctx *ctx) {
+  const char *no = getenv("CUCO_NO_GIN");
+  if (no && *no && strcmp(no, "0") != 0) return 0;
+  return rt_lsa_size(ctx) != ctx->prob.nranks;
+}
+
+int rt_devcomm_create(struct wl_ctx *ctx, const ncclDevCommRequirements *reqs,
+                      ncclDevComm *out) {
+  if (!ctx->in_setup)
+    return rt_fail(ctx, "rt_devcomm_create: only allowed in wl_setup");
+  if (ctx->ndevcomms >= RT_MAX_DEVCOMMS)
+    return rt_fail(ctx, "rt_devcomm_create: too many device communicators");
+  if (reqs->lsaMultimem)
+    return rt_fail(ctx, "rt_devcomm_create: multimem is forbidden (NVLS off)");
+  if ((reqs->ginSignalCount || reqs->ginCounterCount || reqs->ginForceEnable) &&
+      !rt_gin_possible(ctx))
+    return rt_fail(ctx,
+                   "rt_devcomm_create: GIN requested on a single LSA domain "
+                   "(no GIN here; guard with rt_gin_possible)");
+  // ctx->devcomms is a pointer: struct wl_ctx is declared where ncclDevComm
+  // is incomplete (rt_internal.cuh)
+  if (!ctx->devcomms) {
+    ctx->devcomms = (ncclDevComm *)calloc(RT_MAX_DEVCOMMS, sizeof *ctx->devcomms);
+    if (!ctx->devcomms) return rt_fail(ctx, "rt_devcomm_create: out of memory");
+  }
+#ifdef CUCO_VRANKS  // the emulated comm of this virtual rank (rt_vranks.cu)
+  if (rt_vranks_devcomm(ctx, reqs, out) != 0) return -1;
+#else
+  ncclResult_t r = ncclDevCommCreate(ctx->comm, reqs, out);
+  if (r != ncclSuccess)
+    return rt_fail(ctx, "ncclDevCommCreate: %s", ncclGetErrorString(r));
+#endif
+  ctx->devcomms[ctx->ndevcomms++] = *out;
+  return 0;
+}
+
+void rt_devcomms_release(struct wl_ctx *ctx) {
+#ifndef CUCO_VRANKS  // virtual comms belong to the vranks world
+  for (int i = 0; i < ctx->ndevcomms; i++)
+    ncclDevCommDestroy(ctx->comm, &ctx->devcomms[i]);
+#endif
+  ctx->ndevcomms = 0;
+  free(ctx->devcomms);
+  ctx->devcomms = NULL;
 }
 
 #ifdef CUCO_VRANKS

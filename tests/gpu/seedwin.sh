@@ -20,14 +20,21 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 gpu_eval_env "$ROOT"
 gpu_capped_init seedwin
 SPLIT256='// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp chunk=256KiB'
-# the default: what the 2026-12-03 runs left to measure (the first call
-# ran split4/8/16 and moe comm_ctas=32, the second compute=hi and rope=push)
-VARIANTS=${VARIANTS:-"moe_dsv3:auto:// CUCO-PARAM experts=auto
-moe_dsv3:c8t512:// CUCO-PARAM comm_ctas=8
-kv_transfer:split16c256:$SPLIT256
+# the default: kv's copy=bulk push (new), then what the 2026-12-03 runs
+# left to measure (they ran split4/8/16, moe comm_ctas=32, compute=hi and
+# rope=push).  A variant names its params: a copy=bulk line adds the
+# seed's bulk_kib line only if the seed has one, so every variant sets it.
+B='// CUCO-PARAM copy=bulk'
+VARIANTS=${VARIANTS:-"kv_transfer:bulk16x128k64:$B|// CUCO-PARAM push_threads=128|// CUCO-PARAM bulk_kib=64
+kv_transfer:bulk16x32k128:$B|// CUCO-PARAM push_threads=32|// CUCO-PARAM bulk_kib=128
+kv_transfer:bulk8x128k192:$B|// CUCO-PARAM comm_ctas=8|// CUCO-PARAM push_threads=128|// CUCO-PARAM bulk_kib=192
+kv_transfer:bulk132x32k16:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_threads=32|// CUCO-PARAM bulk_kib=16
+kv_transfer:bulk32x64k64:$B|// CUCO-PARAM comm_ctas=32|// CUCO-PARAM push_threads=64|// CUCO-PARAM bulk_kib=64
 kv_transfer:split16t512:// CUCO-PARAM push_threads=512
-kv_transfer:split12:// CUCO-PARAM comm_ctas=12"}
-for wl in ${WLS:-moe_dsv3 kv_transfer}; do
+moe_dsv3:auto:// CUCO-PARAM experts=auto
+kv_transfer:split16c256:$SPLIT256
+moe_dsv3:c8t512:// CUCO-PARAM comm_ctas=8"}
+for wl in ${WLS:-kv_transfer moe_dsv3}; do
   gpu_capped "$wl" 150 "$OUT/$wl.json" ./cuco eval "workloads/$wl" --json --impl all
   while IFS=: read -r vwl vname vlines; do
     [ "$vwl" = "$wl" ] && gpu_seed_variant "$vwl" "$vname" "$vlines"
@@ -35,7 +42,7 @@ for wl in ${WLS:-moe_dsv3 kv_transfer}; do
 done
 # the outside anchor of the same shapes, same call (issue 24): torch's
 # GEMM + RoPE for kv_transfer (tests/gpu/kv_transfer_torch.py)
-case " ${WLS:-moe_dsv3 kv_transfer} " in
+case " ${WLS:-kv_transfer moe_dsv3} " in
 *" kv_transfer "*)
   gpu_capped torch-kv_transfer 120 "$OUT/torch-kv_transfer.anchor.json" \
     python3 "$ROOT/tests/gpu/kv_transfer_torch.py" ;;

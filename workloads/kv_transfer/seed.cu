@@ -73,6 +73,8 @@ struct sd {
 // CUCO-PARAM tile_launch=layer
 // CUCO-PARAM compute=step
 // CUCO-PARAM rope=kernel
+// CUCO-PARAM copy=lanes
+// CUCO-PARAM bulk_kib=64
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 16
 #endif
@@ -137,6 +139,33 @@ struct sd {
 #endif
 #define SD_ROPE_PUSH (SD_RP == 2 && !SD_PULL && !SD_PER_TILE && CUCO_BACKEND != CUCO_BACKEND_GIN)
 #define SD_PER_TILE (CUCO_PLACEMENT == CUCO_PLACEMENT_PER_TILE)
+#ifndef CUCO_PARAM_copy
+#define CUCO_PARAM_copy lanes
+#endif
+#ifndef CUCO_PARAM_bulk_kib
+#define CUCO_PARAM_bulk_kib 64
+#endif
+// copy=lanes|bulk (a word; push direction, placements deferred and split):
+// how the push moves a row.  lanes: the threads load 16-byte vectors into
+// registers and store them (sd_copy16).  bulk: in each warp one lane moves
+// whole rows with the copy engine of its SM (cp.async.bulk: a row into
+// shared memory, then its K and V halves out to the pages), bulk_kib KiB of
+// shared memory a CTA split among its warps as a ring of row buffers.  Many
+// bytes in flight for a few registers: a push CTA then holds little of an
+// SM besides that buffer, so fewer SMs are taken from the next layer's GEMM.
+#define SD_CP_lanes 1
+#define SD_CP_bulk 2
+#define SD_CP SD_CAT(SD_CP_, CUCO_PARAM_copy)
+#if SD_CP != 1 && SD_CP != 2
+#error "CUCO-PARAM copy must be lanes or bulk"
+#endif
+#define SD_BULK (SD_CP == 2 && !SD_PULL && !SD_PER_TILE && CUCO_BACKEND != CUCO_BACKEND_GIN)
+#if SD_BULK && SD_RP == 2
+#error "copy=bulk moves rows as they are: it cannot rotate K (use rope=kernel)"
+#endif
+#if CUCO_PARAM_bulk_kib < 1 || CUCO_PARAM_bulk_kib > 224
+#error "CUCO-PARAM bulk_kib must be 1..224 (KiB of shared memory a push CTA)"
+#endif
 #if CUCO_BACKEND == CUCO_BACKEND_GIN && (SD_PULL || SD_PER_TILE)
 #error "direction=pull and placement=per_tile are LSA designs (loads/stores through windows)"
 #endif
@@ -146,8 +175,9 @@ struct sd {
 // per_tile (the layer's last tile raises it) and with pull (the prefill
 // rank raises it once the layer is in its staging), per_chunk is per_peer.
 #define SD_CHUNK_FLAGS (CUCO_SYNC == CUCO_SYNC_PER_CHUNK && !SD_PER_TILE && !SD_PULL)
-#if CUCO_PARAM_comm_ctas > SD_FLAG_SLOTS
-#error "comm_ctas must be at most SD_FLAG_SLOTS"
+// Per-CTA flags need a slot each; per_peer counts CTAs, so any number will do.
+#if SD_CHUNK_FLAGS && CUCO_PARAM_comm_ctas > SD_FLAG_SLOTS
+#error "sync=per_chunk needs comm_ctas <= 16 (SD_FLAG_SLOTS flags per sender and layer)"
 #endif
 
 __device__ static inline void sd_store_release(unsigned long long *p, unsigned long long v) {
@@ -249,6 +279,35 @@ __device__ static inline void sd_row_any(ncclWindow_t pool_win, const uint4 *src
     sd_row(pool_win, src, d, slot, l, slab, vec16, lane, nlanes);
 }
 
+// A push CTA's end of layer L (thread 0, after a CTA barrier): its stores
+// made visible system-wide, then sync=per_chunk: its own flag on every decode
+// rank in DMASK; per_peer: the layer's last CTA (by the counter DONE[l],
+// which every step adds the grid size to) raises the layer's flag.
+__device__ static inline void sd_layer_signal(ncclWindow_t flag_win, unsigned long long *done,
+                                              long long l, long long L, int me,
+                                              unsigned long long dmask,
+                                              unsigned long long epoch) {
+  __threadfence_system();
+#if SD_CHUNK_FLAGS
+  (void)done;
+  for (int d = 0; d < 64; d++)
+    if (dmask >> d & 1)
+      sd_store_release((unsigned long long *)ncclGetLsaPointer(
+                           flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS + blockIdx.x) * 8, d),
+                       epoch);
+#else
+  unsigned long long old = atomicAdd(&done[l], 1ull);
+  if (old == epoch * gridDim.x - 1) {  // the last CTA of layer l
+    __threadfence_system();
+    for (int d = 0; d < 64; d++)
+      if (dmask >> d & 1)
+        sd_store_release((unsigned long long *)ncclGetLsaPointer(
+                             flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS) * 8, d),
+                         epoch);
+  }
+#endif
+}
+
 // Push layers [L0, L1) of this prefill rank: CTA b takes items b, b+G, ...
 // of TPI rows each; then signals (sync=per_chunk: its own flag; per_peer:
 // the last CTA of the layer raises the layer flag) on every decode rank in
@@ -280,29 +339,109 @@ sd_push(ncclWindow_t pool_win, ncclWindow_t flag_win, const __nv_bfloat16 *stage
 #endif
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence_system();
-#if SD_CHUNK_FLAGS
-      for (int d = 0; d < 64; d++)
-        if (dmask >> d & 1)
-          sd_store_release((unsigned long long *)ncclGetLsaPointer(
-                               flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS + blockIdx.x) * 8,
-                               d),
-                           epoch);
-#else
-      unsigned long long old = atomicAdd(&done[l], 1ull);
-      if (old == epoch * gridDim.x - 1) {  // the last CTA of layer l
-        __threadfence_system();
-        for (int d = 0; d < 64; d++)
-          if (dmask >> d & 1)
-            sd_store_release((unsigned long long *)ncclGetLsaPointer(
-                                 flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS) * 8, d),
-                             epoch);
-      }
-#endif
-    }
+    if (threadIdx.x == 0) sd_layer_signal(flag_win, done, l, L, me, dmask, epoch);
   }
 }
+
+#if SD_BULK
+// cp.async.bulk (sm_90): global -> shared with the byte count on BAR, and
+// shared -> global in the issuing thread's bulk group.
+__device__ __forceinline__ void sd_bulk_load(void *sdst, const void *gsrc, unsigned bytes,
+                                             uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(cuco_gemm::v2::smem_u32(sdst)),
+      "l"(gsrc), "r"(bytes), "r"(cuco_gemm::v2::smem_u32(bar))
+      : "memory");
+#else
+  __trap();  // copy=bulk needs sm_90
+#endif
+}
+__device__ __forceinline__ void sd_bulk_store(void *gdst, const void *ssrc, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(gdst),
+               "r"(cuco_gemm::v2::smem_u32(ssrc)), "r"(bytes)
+               : "memory");
+#endif
+}
+
+#define SD_BULK_BARS 256  // row buffers a CTA at most (one mbarrier each)
+
+// The push with copy=bulk: layers [L0, L1) as sd_push, CTA b taking items
+// b, b+G, ... of TPI rows; within a CTA, warp w's lane 0 takes the CTA's
+// rows w, w+NW, ... through its ring of NBUF row buffers (4W bytes each):
+// a row's load is issued NBUF - 1 rows ahead, and a buffer is reloaded once
+// the store that read it (two rows back at most) has read it out.  Before
+// the layer's flags every lane 0 waits until its stores are complete; the
+// proxy fence orders those async-proxy writes before the generic release.
+__global__ void __launch_bounds__(1024)
+sd_push_bulk(ncclWindow_t pool_win, ncclWindow_t flag_win, const __nv_bfloat16 *stage,
+             const int *dst, const long long *slot, long long S, long long W, long long slab,
+             long long L, long long l0, long long l1, long long tpi, int me,
+             unsigned long long dmask, unsigned long long epoch, unsigned long long *done,
+             int nbuf) {
+  extern __shared__ __align__(128) unsigned char sd_sbuf[];
+  __shared__ uint64_t bars[SD_BULK_BARS];
+  namespace v2 = cuco_gemm::v2;
+  const long long nw = blockDim.x / 32, w = threadIdx.x / 32, G = gridDim.x, b = blockIdx.x;
+  const unsigned rb = (unsigned)(4 * W), hb = rb / 2;
+  unsigned char *buf = sd_sbuf + (size_t)w * nbuf * rb;
+  uint64_t *bar = bars + w * nbuf;
+  const bool issuer = (threadIdx.x & 31) == 0;
+  if (issuer)
+    for (int i = 0; i < nbuf; i++) v2::mbar_init(&bar[i], 1);
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  __syncthreads();
+  // This CTA's rows of a layer: the items b + m*G (m < full), TPI rows
+  // each, less the tail of item ITEMS - 1 if it is this CTA's.
+  const long long items = (S + tpi - 1) / tpi;
+  const long long full = items > b ? (items - b + G - 1) / G : 0;
+  const long long n = full * tpi - ((items - 1) % G == b ? items * tpi - S : 0);
+  const long long m = n > w ? (n - w + nw - 1) / nw : 0;  // this warp's rows
+  unsigned long long seq = 0;  // rows this warp has moved before this layer
+  for (long long l = l0; l < l1; l++) {
+    if (issuer && m > 0) {
+      const unsigned char *lay = (const unsigned char *)(stage + (size_t)l * S * 2 * W);
+      // the k-th row of this warp: row r of the layer
+      auto row = [&](long long k) {
+        const long long j = w + k * nw;
+        return (b + (j / tpi) * G) * tpi + j % tpi;
+      };
+      const long long ahead = nbuf - 1;
+      for (long long k = 0; k < ahead && k < m; k++) {
+        const unsigned i = (unsigned)((seq + k) % nbuf);
+        v2::mbar_expect_tx(&bar[i], rb);
+        sd_bulk_load(buf + (size_t)i * rb, lay + (size_t)row(k) * rb, rb, &bar[i]);
+      }
+      for (long long k = 0; k < m; k++) {
+        const unsigned long long q = seq + k;
+        const unsigned i = (unsigned)(q % nbuf);
+        v2::mbar_wait(&bar[i], (unsigned)((q / nbuf) & 1));
+        const long long r = row(k);
+        unsigned char *kd = (unsigned char *)ncclGetLsaPointer(
+            pool_win, ((size_t)(l * 2) * slab + slot[r]) * 2, dst[r]);
+        sd_bulk_store(kd, buf + (size_t)i * rb, hb);
+        sd_bulk_store(kd + (size_t)slab * 2, buf + (size_t)i * rb + hb, hb);
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        if (k + ahead < m) {
+          // row k + ahead goes into the buffer of row k - 1, whose store
+          // group is the one before this row's
+          asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+          const unsigned j = (unsigned)((q + ahead) % nbuf);
+          v2::mbar_expect_tx(&bar[j], rb);
+          sd_bulk_load(buf + (size_t)j * rb, lay + (size_t)row(k + ahead) * rb, rb, &bar[j]);
+        }
+      }
+      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+    }
+    seq += m;
+    __syncthreads();
+    if (threadIdx.x == 0) sd_layer_signal(flag_win, done, l, L, me, dmask, epoch);
+  }
+}
+#endif
 
 // Decode side: spin until every flag of every layer from every sender in
 // PMASK holds EPOCH (NF flags per layer).
@@ -558,11 +697,31 @@ static inline int sd_rope_in_push(const struct kv_shape *s) {
 #else
   // sd_push<1> only where rope=push is built (it spills a little at 64
   // registers, and needs no ptxas time elsewhere)
+#if SD_BULK
+  // copy=bulk: bulk_kib KiB of row buffers a CTA, shared by its warps
+  const int bytes = CUCO_PARAM_bulk_kib * 1024, nwarp = CUCO_PARAM_push_threads / 32;
+  const long long nbuf = bytes / (nwarp * 4 * s->W);
+  if (nbuf < 2 || nbuf * nwarp > SD_BULK_BARS)
+    return rt_fail(ctx,
+                   "copy=bulk: bulk_kib=%d gives %lld row buffers of %lld bytes to each of %d "
+                   "warps; it needs 2..%d a warp",
+                   CUCO_PARAM_bulk_kib, nbuf, 4 * s->W, nwarp, SD_BULK_BARS / nwarp);
+  // over 48 KiB of dynamic shared memory must be asked for, once a process
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(sd_push_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (attr != cudaSuccess)
+    return rt_fail(ctx, "copy=bulk: %d bytes of shared memory: %s", bytes,
+                   cudaGetErrorString(attr));
+  sd_push_bulk<<<CUCO_PARAM_comm_ctas, CUCO_PARAM_push_threads, bytes, u->comm>>>(
+      u->pool_win, u->flag_win, (const __nv_bfloat16 *)u->stage, u->dst, u->slot, s->S, s->W,
+      (long long)kv_slab_elems(s), s->L, l0, l1, tpi, s->me, u->dmask, ep, u->done, (int)nbuf);
+#else
   auto *kern = sd_rope_in_push(s) ? sd_push<SD_ROPE_PUSH> : sd_push<0>;
   kern<<<CUCO_PARAM_comm_ctas, CUCO_PARAM_push_threads, 0, u->comm>>>(
       u->pool_win, u->flag_win, (const __nv_bfloat16 *)u->stage, u->dst, u->slot, s->S, s->W,
       (long long)kv_slab_elems(s), s->L, l0, l1, tpi, s->me, u->dmask, ep, u->done, (int)s->HD,
       u->core.pos_dev, u->core.rope_tab);
+#endif
 #endif
   RT_LAUNCH(ctx);
   return 0;
