@@ -18,6 +18,11 @@
 // (rt_output_max_abs).  At small shapes (S*B <= 8192) this rank's needle rows
 // and 48 more (row, head) results of
 // the GPU kernel are recomputed in fp64 on the CPU (self-check).
+
+// No device-API code here: rt.cuh without <nccl_device.h> (rt.cuh says
+// why: ~4.5 s of CPU less a compile).
+#define RT_HOST_ONLY
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

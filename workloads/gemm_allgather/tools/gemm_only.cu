@@ -6,6 +6,11 @@
 // at 1 rank with N = N/R to get "GEMM alone" of an R-rank run:
 //   bound(R) = max(GEMM alone on [M,K] x [K,N/R], ncclAllGather of A_r).
 // More than one rank is refused (it would skip the all-gather).
+
+// No device-API code here: rt.cuh without <nccl_device.h> (rt.cuh says
+// why: ~4.5 s of CPU less a compile).
+#define RT_HOST_ONLY
+
 #include <stdlib.h>
 #include <string.h>
 
