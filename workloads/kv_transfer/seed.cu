@@ -163,8 +163,8 @@ struct sd {
 #if SD_BULK && SD_RP == 2
 #error "copy=bulk moves rows as they are: it cannot rotate K (use rope=kernel)"
 #endif
-#if CUCO_PARAM_bulk_kib < 1 || CUCO_PARAM_bulk_kib > 224
-#error "CUCO-PARAM bulk_kib must be 1..224 (KiB of shared memory a push CTA)"
+#if CUCO_PARAM_bulk_kib < 1 || CUCO_PARAM_bulk_kib > 220
+#error "CUCO-PARAM bulk_kib must be 1..220 (KiB of row buffers a push CTA)"
 #endif
 #if CUCO_BACKEND == CUCO_BACKEND_GIN && (SD_PULL || SD_PER_TILE)
 #error "direction=pull and placement=per_tile are LSA designs (loads/stores through windows)"
@@ -366,7 +366,7 @@ __device__ __forceinline__ void sd_bulk_store(void *gdst, const void *ssrc, unsi
 #endif
 }
 
-#define SD_BULK_BARS 256  // row buffers a CTA at most (one mbarrier each)
+#define SD_BULK_BARS 64  // row buffers a CTA at most (one mbarrier each)
 
 // The push with copy=bulk: layers [L0, L1) as sd_push, CTA b taking items
 // b, b+G, ... of TPI rows; within a CTA, warp w's lane 0 takes the CTA's
@@ -375,19 +375,22 @@ __device__ __forceinline__ void sd_bulk_store(void *gdst, const void *ssrc, unsi
 // the store that read it (two rows back at most) has read it out.  Before
 // the layer's flags every lane 0 waits until its stores are complete; the
 // proxy fence orders those async-proxy writes before the generic release.
-__global__ void __launch_bounds__(1024)
+// At most 32 registers a thread (1024 threads, 2 CTAs an SM): the lone
+// issuing lane needs few, and a CTA that small may share an SM with a GEMM
+// CTA that leaves a warp's worth of the register file.
+__global__ void __launch_bounds__(1024, 2)
 sd_push_bulk(ncclWindow_t pool_win, ncclWindow_t flag_win, const __nv_bfloat16 *stage,
              const int *dst, const long long *slot, long long S, long long W, long long slab,
              long long L, long long l0, long long l1, long long tpi, int me,
              unsigned long long dmask, unsigned long long epoch, unsigned long long *done,
              int nbuf) {
+  // dynamic shared memory: the mbarriers (SD_BULK_BARS), then the rows
   extern __shared__ __align__(128) unsigned char sd_sbuf[];
-  __shared__ uint64_t bars[SD_BULK_BARS];
   namespace v2 = cuco_gemm::v2;
   const long long nw = blockDim.x / 32, w = threadIdx.x / 32, G = gridDim.x, b = blockIdx.x;
   const unsigned rb = (unsigned)(4 * W), hb = rb / 2;
-  unsigned char *buf = sd_sbuf + (size_t)w * nbuf * rb;
-  uint64_t *bar = bars + w * nbuf;
+  unsigned char *buf = sd_sbuf + SD_BULK_BARS * 8 + (size_t)w * nbuf * rb;
+  uint64_t *bar = (uint64_t *)sd_sbuf + w * nbuf;
   const bool issuer = (threadIdx.x & 31) == 0;
   if (issuer)
     for (int i = 0; i < nbuf; i++) v2::mbar_init(&bar[i], 1);
@@ -699,13 +702,17 @@ static inline int sd_rope_in_push(const struct kv_shape *s) {
   // registers, and needs no ptxas time elsewhere)
 #if SD_BULK
   // copy=bulk: bulk_kib KiB of row buffers a CTA, shared by its warps
-  const int bytes = CUCO_PARAM_bulk_kib * 1024, nwarp = CUCO_PARAM_push_threads / 32;
-  const long long nbuf = bytes / (nwarp * 4 * s->W);
-  if (nbuf < 2 || nbuf * nwarp > SD_BULK_BARS)
+  // bulk_kib of row buffers, as many a warp as fit (small rows: at most
+  // SD_BULK_BARS a CTA), after the mbarriers
+  const int nwarp = CUCO_PARAM_push_threads / 32, cap = SD_BULK_BARS / nwarp;
+  long long nbuf = CUCO_PARAM_bulk_kib * 1024LL / (nwarp * 4 * s->W);
+  if (nbuf > cap) nbuf = cap;
+  if (nbuf < 2)
     return rt_fail(ctx,
-                   "copy=bulk: bulk_kib=%d gives %lld row buffers of %lld bytes to each of %d "
-                   "warps; it needs 2..%d a warp",
-                   CUCO_PARAM_bulk_kib, nbuf, 4 * s->W, nwarp, SD_BULK_BARS / nwarp);
+                   "copy=bulk: bulk_kib=%d holds %lld row buffers of %lld bytes for each of %d "
+                   "warps; it needs 2 (more bulk_kib or fewer push_threads)",
+                   CUCO_PARAM_bulk_kib, nbuf, 4 * s->W, nwarp);
+  const int bytes = SD_BULK_BARS * 8 + CUCO_PARAM_bulk_kib * 1024;
   // over 48 KiB of dynamic shared memory must be asked for, once a process
   static const cudaError_t attr =
       cudaFuncSetAttribute(sd_push_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
