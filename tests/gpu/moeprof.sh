@@ -8,6 +8,9 @@
 #   2. ncu over the first LAUNCHES launches of a bench run at prefill
 #      (--iters 2): ncu-IMPL.csv, and kernels-IMPL.txt (time per kernel
 #      name, the fill and reference kernels included, by launch order).
+# METRICS (default gpu__time_duration.sum) and KERNELS (an ncu -k filter,
+# e.g. regex:gemm_tile_v2) narrow or widen what ncu collects; with several
+# metrics, kernels-IMPL.txt has a line per kernel and metric.
 # Carry build-gpu.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,7 +25,8 @@ for impl in ${IMPLS:-seed.cu baseline_overlap.cu}; do
   ./cuco eval workloads/moe_dsv3 --impl "$impl" --compile-only --out "$d" >"$OUT/build-${impl%.cu}.txt" 2>&1
   bin=$(find "$d" -type f -perm -u+x -exec sh -c 'head -c4 "$1" | grep -q ELF' _ {} \; -print | head -1)
   [ -n "$bin" ] || { echo "$impl: no binary in $d" | tee -a "$OUT/moeprof.txt"; continue; }
-  timeout 240 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv \
+  timeout 240 "$NCU" --clock-control none --metrics "${METRICS:-gpu__time_duration.sum}" \
+    ${KERNELS:+-k "$KERNELS"} --csv \
     --launch-count "${LAUNCHES:-700}" "$bin" --mode bench --params T=4096 --size-name prefill \
     --warmup 1 --iters 2 --out "/tmp/moeprof-${impl%.cu}.json" \
     >"$OUT/ncu-${impl%.cu}.csv" 2>"$OUT/ncu-${impl%.cu}.err"
@@ -33,16 +37,19 @@ rows = [r for r in csv.reader(open(sys.argv[1], errors="replace")) if len(r) > 1
 if not rows:
     sys.exit("no rows")
 h = rows[0]
-ki, ni, vi, ui = (h.index("ID"), h.index("Kernel Name"), h.index("Metric Value"),
-                  h.index("Metric Unit"))
+ki, ni, vi, ui, mi = (h.index("ID"), h.index("Kernel Name"), h.index("Metric Value"),
+                      h.index("Metric Unit"), h.index("Metric Name"))
 to_us = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3,
          "s": 1e6, "second": 1e6}
 for r in rows[1:]:
     try:
-        print(r[ki], "%.1f" % (float(r[vi].replace(",", "")) * to_us.get(r[ui], float("nan"))),
-              "us", r[ni][:110])
+        v = float(r[vi].replace(",", ""))
     except ValueError:
-        pass
+        continue
+    if r[mi] == "gpu__time_duration.sum":
+        print(r[ki], "%.1f" % (v * to_us.get(r[ui], float("nan"))), "us", r[ni][:110])
+    else:
+        print(r[ki], r[mi], "%.4g" % v, r[ui], r[ni][:80])
 PY
 done
 cat "$OUT/moeprof.txt"

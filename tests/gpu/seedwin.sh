@@ -31,6 +31,7 @@ kv_transfer:bulk132x32k16c32:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_t
 kv_transfer:bulk132x32k32c16:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_threads=32|// CUCO-PARAM bulk_kib=32|$DS chunk=16KiB
 kv_transfer:bulk64x32k32c32:$B|// CUCO-PARAM comm_ctas=64|// CUCO-PARAM push_threads=32|// CUCO-PARAM bulk_kib=32|$DS chunk=32KiB
 kv_transfer:bulk132x32k16:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_threads=32|// CUCO-PARAM bulk_kib=16
+kv_transfer:bulk132x64k32c16:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_threads=64|// CUCO-PARAM bulk_kib=32|$DS chunk=16KiB
 kv_transfer:split16c64:$DS chunk=64KiB
 kv_transfer:bulk16x128k64:$B|// CUCO-PARAM push_threads=128|// CUCO-PARAM bulk_kib=64"}
 for wl in ${WLS:-kv_transfer moe_dsv3}; do
