@@ -521,6 +521,7 @@ int transform_run(const struct config *cfg, const struct transform_opts *o,
     rc = e->code;
     goto out;
   }
+  transform_drop_host_only(current); /* the result needs the device API */
   while (stage <= 2) {
     struct buf p = BUF_INIT(PROMPT_MAX);
     char *ans = NULL, *code = NULL, *verdict = NULL, tag[32];

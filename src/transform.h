@@ -66,6 +66,11 @@ char *transform_extract_code(const char *answer, size_t max, struct err *e);
 int transform_same_but_markers(const char *orig, const char *marked,
                                struct err *e);
 
+/* Drop, in place, the lines of code that are "#define RT_HOST_ONLY" (a
+ * comment may follow): a host-driven baseline compiles without NCCL's
+ * device API that way (runtime/rt.cuh), and its transformation needs it. */
+void transform_drop_host_only(char *code);
+
 /* Rule-based EVOLVE blocks: the CUCO-DIRECTIVES/CUCO-PARAM lines move to
  * the top of block 1, which spans the kernels (first to last __global__
  * definition); block 2 spans wl_step (the launch code).  Overlapping

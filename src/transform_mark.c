@@ -109,6 +109,25 @@ int transform_same_but_markers(const char *orig, const char *marked,
   return 1;
 }
 
+void transform_drop_host_only(char *code)
+{
+  static const char def[] = "#define RT_HOST_ONLY";
+  char *r = code, *w = code;
+
+  while (*r) {
+    size_t n = line_len(r) + (r[line_len(r)] == '\n');
+    const char *p = r + strspn(r, " \t");
+    int drop = !strncmp(p, def, sizeof(def) - 1) &&
+               strchr(" \t\r\n/", p[sizeof(def) - 1]);
+    if (!drop && w != r)
+      memmove(w, r, n);
+    if (!drop)
+      w += n;
+    r += n;
+  }
+  *w = '\0';
+}
+
 struct lines {
   char **v; /* each without its newline */
   int n;

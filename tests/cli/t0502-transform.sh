@@ -66,6 +66,11 @@ expect_grep "reports the seed (not over the real one)" "$TMP/transform.out" "^se
 expect_grep "reports what was checked" "$TMP/transform.out" "(verified on the small sizes|compiled \(no GPU run: not verified\)) after 3 iterations, EVOLVE blocks by the LLM"
 L=$W/transform
 expect_grep "stage 1 passed" "$L/01-stage1-verdict.txt" "^PASS"
+# the baseline compiles without the device API (RT_HOST_ONLY, rt.cuh); the
+# program the LLM writes from it needs it, so the define stays out
+expect_grep "the baseline has the host-only define" "$W/baseline.cu" "^#define RT_HOST_ONLY"
+expect_grep "stage 1 got the baseline" "$L/01-stage1-prompt.md" "ncclAllGather"
+expect_no_grep "... without the define" "$L/01-stage1-prompt.md" "RT_HOST_ONLY"
 expect_grep "stage 2 attempt failed to build" "$L/02-stage2-verdict.txt" "^FAIL: build: .*ncclLsaBarrierSession"
 expect_grep "the judge got the nvcc error" "$L/03-judge-prompt.md" "no instance of constructor"
 expect_grep "the diagnosis fed the next attempt" "$L/04-stage2-prompt.md" "Root cause: the ncclLsaBarrierSession constructor"

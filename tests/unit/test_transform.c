@@ -63,6 +63,21 @@ static char *slurp(const char *path)
   return s;
 }
 
+static void test_drop_host_only(void **state)
+{
+  char code[] = "// a\n#define RT_HOST_ONLY  // why\n#include \"rt.cuh\"\n"
+                "  #define RT_HOST_ONLY\n#define RT_HOST_ONLYX 1\n"
+                "// #define RT_HOST_ONLY\n#define RT_HOST_ONLY";
+  char none[] = "#include \"rt.cuh\"\n";
+  (void)state;
+  transform_drop_host_only(code);
+  assert_string_equal(code,
+                      "// a\n#include \"rt.cuh\"\n"
+                      "#define RT_HOST_ONLYX 1\n// #define RT_HOST_ONLY\n");
+  transform_drop_host_only(none);
+  assert_string_equal(none, "#include \"rt.cuh\"\n");
+}
+
 static void test_mark_rules(void **state)
 {
   struct err e = {0, ""};
@@ -134,6 +149,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_extract),
       cmocka_unit_test(test_markers_only),
+      cmocka_unit_test(test_drop_host_only),
       cmocka_unit_test(test_mark_rules),
       cmocka_unit_test(test_prompts),
   };

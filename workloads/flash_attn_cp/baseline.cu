@@ -6,6 +6,9 @@
 // against that shard, and attn_state_merge folds them into the running
 // state.  Step 0 folds the own shard straight into the state.  At R = 1
 // there is no communication.
+
+#define RT_HOST_ONLY  // host-driven: rt.cuh without the device API (it says why)
+
 #include "wl_attn.cuh"
 
 struct ba {

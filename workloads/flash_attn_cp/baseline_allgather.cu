@@ -4,6 +4,9 @@
 // this rank computes against each shard, folded into one fp32 state (the
 // own shard straight from the input).  Cheap under GQA: the shards are
 // small next to the compute.
+
+#define RT_HOST_ONLY  // host-driven: rt.cuh without the device API (it says why)
+
 #include "wl_attn.cuh"
 
 struct bc {

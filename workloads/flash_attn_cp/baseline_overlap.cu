@@ -7,6 +7,9 @@
 //   step read), step k waits for hop k.
 // The merge is folded into the step: the frozen attention step reads and
 // writes the fp32 state itself.  At R = 1 there is no communication.
+
+#define RT_HOST_ONLY  // host-driven: rt.cuh without the device API (it says why)
+
 #include "wl_attn.cuh"
 
 struct bb {

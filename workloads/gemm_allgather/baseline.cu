@@ -1,6 +1,9 @@
 // workloads/gemm_allgather/baseline.cu - host-driven baseline:
 // ncclAllGather of A into the gathered buffer, then one cuBLASLt bf16 GEMM
 // (fp32 accumulate, bf16 output) of the whole gathered A with this rank's B.
+
+#define RT_HOST_ONLY  // host-driven: rt.cuh without the device API (it says why)
+
 #include <stdlib.h>
 #include <string.h>
 

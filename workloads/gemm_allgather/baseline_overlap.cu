@@ -4,6 +4,9 @@
 // (one strided-batched cuBLASLt GEMM over the R ranks' copies of the piece).
 // This rank's own rows need no communication: they are multiplied first,
 // straight from A, while the first piece is in flight.
+
+#define RT_HOST_ONLY  // host-driven: rt.cuh without the device API (it says why)
+
 #include <stdlib.h>
 #include <string.h>
 
