@@ -66,15 +66,15 @@ struct sd {
 };
 
 // EVOLVE-BLOCK-START
-// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp chunk=128KiB
-// CUCO-PARAM comm_ctas=16
-// CUCO-PARAM push_threads=1024
+// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp chunk=16KiB
+// CUCO-PARAM comm_ctas=132
+// CUCO-PARAM push_threads=32
 // CUCO-PARAM direction=push
 // CUCO-PARAM tile_launch=layer
 // CUCO-PARAM compute=step
 // CUCO-PARAM rope=kernel
-// CUCO-PARAM copy=lanes
-// CUCO-PARAM bulk_kib=64
+// CUCO-PARAM copy=bulk
+// CUCO-PARAM bulk_kib=16
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 16
 #endif

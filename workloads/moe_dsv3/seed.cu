@@ -51,6 +51,7 @@ struct sd {
 // CUCO-PARAM disp_threads=512
 // CUCO-PARAM experts=tile
 // CUCO-PARAM combine=wide
+// CUCO-PARAM expert_grid=persistent
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 16
 #endif
@@ -94,6 +95,26 @@ struct sd {
 #define SD_COMB SD_CAT(SD_COMB_, CUCO_PARAM_combine)
 #if SD_COMB != 1 && SD_COMB != 2
 #error "CUCO-PARAM combine must be wide or fused"
+#endif
+#ifndef CUCO_PARAM_expert_grid
+#define CUCO_PARAM_expert_grid persistent
+#endif
+// expert_grid=persistent|tiles (a word; experts=tile): the grouped GEMMs on
+// one CTA an SM, each looping over tiles b, b+132, ..., or on one CTA a tile
+// (the host knows the row ranges, hence the tile count).  The GEMMs are
+// bound by reading the experts' weights, and an expert of more than 128
+// rows has two M tiles that read the same weight columns: they are tiles w
+// and w+1.  Persistent CTAs drift apart over ~31 waves, so the second
+// read misses L2 (ncu, one H200, prefill: GEMM1 read 24.2 GB of DRAM for
+// 15 GB of weights, at 85% of peak bandwidth).  With a CTA a tile the block
+// scheduler starts tiles w and w+1 within about a tile's time / 132 of
+// each other, so the second read should hit L2; each CTA pays its own
+// pipeline fill and group table.
+#define SD_EG_persistent 1
+#define SD_EG_tiles 2
+#define SD_EG SD_CAT(SD_EG_, CUCO_PARAM_expert_grid)
+#if SD_EG != 1 && SD_EG != 2
+#error "CUCO-PARAM expert_grid must be persistent or tiles"
 #endif
 #if CUCO_PLACEMENT != CUCO_PLACEMENT_DEFERRED
 #error "moe_dsv3 seed: only placement=deferred is implemented (split and per_tile: see README)"
@@ -280,11 +301,20 @@ static int sd_experts_tile(struct wl_ctx *ctx, struct moe_core *c, cudaStream_t 
   const long long H = s->H, F = s->F, El = s->El, total = beg[El] - beg[0];
   const int rows = (int)moe_rows_cap(s);
   if (total <= 0) return 0;
+  // expert_grid=tiles: a CTA per M tile (per expert, ceil(rows / BM)) and N
+  // tile; 0 = the library's default (a CTA an SM, persistent)
+  long long mt = 0;
+  for (long long e = 0; e < El; e++)
+    mt += (beg[e + 1] - beg[e] + cuco_gemm::v2::BM - 1) / cuco_gemm::v2::BM;
+  const long long nt1 = (2 * F + cuco_gemm::v2::BN - 1) / cuco_gemm::v2::BN,
+                  nt2 = (H + cuco_gemm::v2::BN - 1) / cuco_gemm::v2::BN;
+  const int grid1 = SD_EG == SD_EG_tiles ? (int)(mt * nt1) : 0,
+            grid2 = SD_EG == SD_EG_tiles ? (int)(mt * nt2) : 0;
   const cuco_gemm::GemmArgs g1{(const __nv_bfloat16 *)c->A, (const __nv_bfloat16 *)c->W13, H,
                                2 * F, rows, (int)(2 * F), (int)H, c->eoff, (int)El, H * 2 * F};
   RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run(g1, cuco_gemm::GemmNoWait{},
                                            cuco_gemm::GemmStoreC{(__nv_bfloat16 *)c->H1, 2 * F},
-                                           cuco_gemm::GemmRasterSched<8>{}, 0, st));
+                                           cuco_gemm::GemmRasterSched<8>{}, grid1, st));
   moe_swiglu_kernel<<<moe_grid(total * F / 8, 256), 256, 0, st>>>(
       (const __nv_bfloat16 *)c->H1 + (size_t)beg[0] * 2 * F,
       (__nv_bfloat16 *)c->ACT + (size_t)beg[0] * F, total, F);
@@ -293,7 +323,7 @@ static int sd_experts_tile(struct wl_ctx *ctx, struct moe_core *c, cudaStream_t 
                                H, rows, (int)H, (int)F, c->eoff, (int)El, F * H};
   RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run(g2, cuco_gemm::GemmNoWait{},
                                            cuco_gemm::GemmStoreC{(__nv_bfloat16 *)c->O, H},
-                                           cuco_gemm::GemmRasterSched<8>{}, 0, st));
+                                           cuco_gemm::GemmRasterSched<8>{}, grid2, st));
   return 0;
 }
 #endif
