@@ -13,8 +13,11 @@ WL=$ROOT/workloads/kv_transfer
 check_cheats "$WL" '^// CUCO-EXPECT-REJECT: (static|build|verify|bench) [a-z-]+' 6
 awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -4 >"$TMP/evhead"
 expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
-  '^// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp chunk=128KiB$'
-expect_grep "seed: comm_ctas param" "$TMP/evhead" '^// CUCO-PARAM comm_ctas=16$'
+  '^// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp chunk=16KiB$'
+expect_grep "seed: comm_ctas param" "$TMP/evhead" '^// CUCO-PARAM comm_ctas=132$'
+awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -12 >"$TMP/evhead12"
+expect_grep "seed: the bulk copy (copy=bulk)" "$TMP/evhead12" '^// CUCO-PARAM copy=bulk$'
+expect_grep "workload.ini: copy lanes|bulk in [params]" "$WL/workload.ini" '^copy *= *lanes, bulk$'
 expect_grep "workload.ini: compute and rope in [params]" "$WL/workload.ini" '^rope *= *kernel, push$'
 awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -6 >"$TMP/evhead6"
 expect_grep "seed: direction param (push)" "$TMP/evhead6" '^// CUCO-PARAM direction=push$'
@@ -58,7 +61,9 @@ expect_no_grep "seed.cu builds without warnings" "$TMP/err" "warning"
 # direction=pull (decode reads the staging window) and placement=per_tile (the
 # GEMM tile's epilogue applies RoPE and stores the pages) in every combination
 S=$WL/seed.cu
-unity_cc "seed.cu compiles in 9 directive variants (split per_chunk warp 16 CTAs; thread issuer; GIN split; pull deferred; pull split warp 64KiB; pull split thread per_chunk, built as per_peer; per_tile pull; per_tile in one batched launch; split with RoPE in the push on the high-priority stream)" -- \
+unity_cc "seed.cu compiles in 11 directive variants (split per_chunk warp 16 CTAs; thread issuer; GIN split; pull deferred; pull split warp 64KiB; pull split thread per_chunk, built as per_peer; per_tile pull; per_tile in one batched launch; split with RoPE in the push on the high-priority stream; bulk copy split on 132 one-warp CTAs; bulk copy deferred with 4 warps)" -- \
+  "$S@CUCO_PLACEMENT=3,CUCO_ISSUER=2,CUCO_PARAM_copy=bulk,CUCO_PARAM_comm_ctas=132,CUCO_PARAM_push_threads=32,CUCO_PARAM_bulk_kib=16" \
+  "$S@CUCO_PARAM_copy=bulk,CUCO_PARAM_push_threads=128,CUCO_PARAM_bulk_kib=64" \
   "$S@CUCO_PLACEMENT=3,CUCO_SYNC=3,CUCO_ISSUER=2,CUCO_CHUNK_BYTES=65536,CUCO_PARAM_comm_ctas=16" \
   "$S@CUCO_ISSUER=1,CUCO_PARAM_push_threads=128" \
   "$S@CUCO_BACKEND=2,CUCO_PLACEMENT=3" \
@@ -83,6 +88,12 @@ expect_rc "seed.cu refuses pull on the GIN backend" 1 \
   "${NV[@]}" -DCUCO_BACKEND=2 -DCUCO_PARAM_direction=pull -c "$WL/seed.cu" -o "$TMP/o.o"
 expect_grep "the GIN refusal names the reason" "$TMP/err" "are LSA designs"
 expect_no_grep "per_tile builds without warnings" "$TMP/ptxas_tile.log" "warning"
+expect_rc "seed.cu refuses copy=bulk with rope=push" 1 \
+  "${NV[@]}" -DCUCO_PLACEMENT=3 -DCUCO_PARAM_copy=bulk -DCUCO_PARAM_rope=push -c "$WL/seed.cu" -o "$TMP/o.o"
+expect_grep "the bulk refusal says why" "$TMP/err" "copy=bulk moves rows as they are"
+expect_rc "seed.cu refuses sync=per_chunk on more than 16 CTAs" 1 \
+  "${NV[@]}" -DCUCO_PLACEMENT=3 -DCUCO_SYNC=3 -DCUCO_PARAM_comm_ctas=32 -c "$WL/seed.cu" -o "$TMP/o.o"
+expect_grep "the per_chunk refusal names the limit" "$TMP/err" "per_chunk needs comm_ctas <= 16"
 # (the cheats compile in t0601, one unit per workload)
 if [ -f "$ROOT/runtime/vnccl.cuh" ]; then
   cw "seed.cu in virtual-rank mode" "$W/seed.cu" -DCUCO_VRANKS
