@@ -2,9 +2,10 @@
 //
 // The seed is placement=split: prefill ranks compute each layer's [K|V] =
 // X * W_l and RoPE (the frozen cuBLAS core in wl_kv.cuh) into staging; as
-// soon as a layer is there, a push kernel on a communication stream (16
-// CTAs of 1024 threads, a warp per token row, eight 16-byte loads in flight
-// per lane) copies its K and V rows straight into the decode rank's paged
+// soon as a layer is there, a push kernel on a communication stream (132
+// CTAs of one warp, copy=bulk: a lane moves 4-row items through a 16 KiB
+// shared-memory ring with cp.async.bulk, small enough to share an SM with
+// the GEMM) copies its K and V rows straight into the decode rank's paged
 // pool (symmetric window "pool") through ncclGetLsaPointer, under the next
 // layer's GEMM, then release-stores the layer's ready flag(s) on that decode rank
 // with the current epoch (nccl-device-api.md 3.6 / 5.3).  The decode rank's
