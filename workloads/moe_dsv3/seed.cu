@@ -52,6 +52,7 @@ struct sd {
 // CUCO-PARAM experts=tile
 // CUCO-PARAM combine=wide
 // CUCO-PARAM expert_grid=persistent
+// CUCO-PARAM expert_raster=8
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 16
 #endif
@@ -110,6 +111,17 @@ struct sd {
 // scheduler starts tiles w and w+1 within about a tile's time / 132 of
 // each other, so the second read should hit L2; each CTA pays its own
 // pipeline fill and group table.
+#ifndef CUCO_PARAM_expert_raster
+#define CUCO_PARAM_expert_raster 8
+#endif
+// expert_raster=8|2|1 (experts=tile): the grouped GEMMs' tile order, panels
+// of that many M tiles (GemmRasterSched).  Tiles that read the same weights
+// (an expert's M tiles, same N tile) are adjacent in every panel; tiles that
+// read the same rows of A (same M tile) are the panel's height apart.
+#if CUCO_PARAM_expert_raster != 8 && CUCO_PARAM_expert_raster != 2 && \
+    CUCO_PARAM_expert_raster != 1
+#error "CUCO-PARAM expert_raster must be 8, 2 or 1"
+#endif
 #define SD_EG_persistent 1
 #define SD_EG_tiles 2
 #define SD_EG SD_CAT(SD_EG_, CUCO_PARAM_expert_grid)
@@ -314,7 +326,7 @@ static int sd_experts_tile(struct wl_ctx *ctx, struct moe_core *c, cudaStream_t 
                                2 * F, rows, (int)(2 * F), (int)H, c->eoff, (int)El, H * 2 * F};
   RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run(g1, cuco_gemm::GemmNoWait{},
                                            cuco_gemm::GemmStoreC{(__nv_bfloat16 *)c->H1, 2 * F},
-                                           cuco_gemm::GemmRasterSched<8>{}, grid1, st));
+                                           cuco_gemm::GemmRasterSched<CUCO_PARAM_expert_raster>{}, grid1, st));
   moe_swiglu_kernel<<<moe_grid(total * F / 8, 256), 256, 0, st>>>(
       (const __nv_bfloat16 *)c->H1 + (size_t)beg[0] * 2 * F,
       (__nv_bfloat16 *)c->ACT + (size_t)beg[0] * F, total, F);
@@ -323,7 +335,7 @@ static int sd_experts_tile(struct wl_ctx *ctx, struct moe_core *c, cudaStream_t 
                                H, rows, (int)H, (int)F, c->eoff, (int)El, F * H};
   RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run(g2, cuco_gemm::GemmNoWait{},
                                            cuco_gemm::GemmStoreC{(__nv_bfloat16 *)c->O, H},
-                                           cuco_gemm::GemmRasterSched<8>{}, grid2, st));
+                                           cuco_gemm::GemmRasterSched<CUCO_PARAM_expert_raster>{}, grid2, st));
   return 0;
 }
 #endif
