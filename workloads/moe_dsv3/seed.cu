@@ -51,8 +51,8 @@ struct sd {
 // CUCO-PARAM disp_threads=512
 // CUCO-PARAM experts=tile
 // CUCO-PARAM combine=wide
-// CUCO-PARAM expert_grid=persistent
-// CUCO-PARAM expert_raster=8
+// CUCO-PARAM expert_grid=tiles
+// CUCO-PARAM expert_raster=2
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 16
 #endif
