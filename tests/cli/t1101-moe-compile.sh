@@ -13,6 +13,10 @@ awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -4 >"$TMP/evhead"
 expect_grep "seed: directives in its first EVOLVE block" "$TMP/evhead" \
   '^// CUCO-DIRECTIVES backend=lsa placement=deferred sync=global issuer=warp chunk=64MiB$'
 expect_grep "seed: comm_ctas param" "$TMP/evhead" '^// CUCO-PARAM comm_ctas=16$'
+awk '/EVOLVE-BLOCK-START/{s=1} s' "$WL/seed.cu" | head -9 >"$TMP/evhead9"
+expect_grep "seed: a CTA a tile for the expert GEMMs" "$TMP/evhead9" '^// CUCO-PARAM expert_grid=tiles$'
+expect_grep "seed: panels of 2 M tiles" "$TMP/evhead9" '^// CUCO-PARAM expert_raster=2$'
+expect_grep "workload.ini: expert_grid in [params]" "$WL/workload.ini" '^expert_grid *= *persistent, tiles$'
 
 # --- the tool's static stage ---
 expect_rc "static: baselines and seed" 0 "$CUCO" eval "$WL" --impl all --static-only
@@ -86,11 +90,16 @@ for i in "${!jobs_list[@]}"; do
 done
 # the directive variants, in one unit (lib.sh unity_cc); the GIN path as
 # make cuda compiles (and links) it, a section of the workload's unit
-unity_cc "seed.cu compiles in 5 directive variants (its directives: warp issuer 16 CTAs; 32 CTAs of 1024 threads; experts by cuBLAS loop with the fused combine; experts=auto; the GIN path)" -- \
+unity_cc "seed.cu compiles in 7 directive variants (its directives: warp issuer 16 CTAs; 32 CTAs of 1024 threads; experts by cuBLAS loop with the fused combine; experts=auto; the GIN path; a CTA a tile in panels of 2; persistent in panels of 1)" -- \
+  "$WL/seed.cu@CUCO_PARAM_expert_grid=tiles,CUCO_PARAM_expert_raster=2" \
+  "$WL/seed.cu@CUCO_PARAM_expert_grid=persistent,CUCO_PARAM_expert_raster=1" \
   "$WL/seed.cu@CUCO_ISSUER=2,CUCO_PARAM_comm_ctas=16" \
   "$WL/seed.cu@CUCO_PARAM_comm_ctas=32,CUCO_PARAM_disp_threads=1024" \
   "$WL/seed.cu@CUCO_PARAM_experts=cublas,CUCO_PARAM_combine=fused" \
   "$WL/seed.cu@CUCO_PARAM_experts=auto" \
   "$WL/seed.cu@CUCO_BACKEND=CUCO_BACKEND_GIN"
 expect_no_grep "and without warnings" "$TMP/err" "warning"
+expect_rc "seed.cu refuses an unknown expert_raster" 1 \
+  "${NV[@]}" -DCUCO_PARAM_expert_raster=4 -c "$WL/seed.cu" -o "$TMP/o.o"
+expect_grep "the refusal lists the panel heights" "$TMP/err" "expert_raster must be 8, 2 or 1"
 done_testing
