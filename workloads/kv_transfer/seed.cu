@@ -186,6 +186,18 @@ __device__ static inline void sd_store_release(unsigned long long *p, unsigned l
   f.store(v, cuda::memory_order_release);
 }
 
+// Release-store EPOCH into the flag (slot 0) of sender ME's layer L on every
+// decode rank in DMASK.
+__device__ static inline void sd_raise_layer(ncclWindow_t flag_win, int me, long long L,
+                                             long long l, unsigned long long dmask,
+                                             unsigned long long epoch) {
+  for (int d = 0; d < 64; d++)
+    if (dmask >> d & 1)
+      sd_store_release((unsigned long long *)ncclGetLsaPointer(
+                           flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS) * 8, d),
+                       epoch);
+}
+
 // Copy N 16-byte vectors SRC[0..N) to DST: vector k to d0[k] below SPLIT,
 // to d1[k - SPLIT] from it (K and V of a row go to two places in the
 // pages); lanes [LANE, .. by NLANES) of the issuer take them.  Eight loads
@@ -300,11 +312,7 @@ __device__ static inline void sd_layer_signal(ncclWindow_t flag_win, unsigned lo
   unsigned long long old = atomicAdd(&done[l], 1ull);
   if (old == epoch * gridDim.x - 1) {  // the last CTA of layer l
     __threadfence_system();
-    for (int d = 0; d < 64; d++)
-      if (dmask >> d & 1)
-        sd_store_release((unsigned long long *)ncclGetLsaPointer(
-                             flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS) * 8, d),
-                         epoch);
+    sd_raise_layer(flag_win, me, L, l, dmask, epoch);
   }
 #endif
 }
@@ -468,12 +476,7 @@ __global__ void sd_ready(ncclWindow_t flag_win, int me, long long L, long long l
                          unsigned long long dmask, unsigned long long epoch) {
   if (threadIdx.x != 0) return;
   __threadfence_system();  // the layers' staging rows, written by earlier kernels
-  for (int d = 0; d < 64; d++)
-    if (dmask >> d & 1)
-      for (long long l = l0; l < l1; l++)
-        sd_store_release((unsigned long long *)ncclGetLsaPointer(
-                             flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS) * 8, d),
-                         epoch);
+  for (long long l = l0; l < l1; l++) sd_raise_layer(flag_win, me, L, l, dmask, epoch);
 }
 
 // Copy one incoming row (K and V halves, VEC16 uint4 each) from SRC (a
@@ -635,11 +638,7 @@ struct SdTileEpi {
       unsigned long long old = atomicAdd(&done[l], 1ull);
       if ((old + 1) % (unsigned long long)tiles == 0) {  // every step adds TILES per layer
         __threadfence_system();
-        for (int d = 0; d < 64; d++)
-          if (dmask >> d & 1)
-            sd_store_release((unsigned long long *)ncclGetLsaPointer(
-                                 flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS) * 8, d),
-                             epoch);
+        sd_raise_layer(flag_win, me, L, l, dmask, epoch);
       }
     }
   }
