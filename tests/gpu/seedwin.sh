@@ -20,20 +20,16 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 gpu_eval_env "$ROOT"
 gpu_capped_init seedwin
 SPLIT256='// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp chunk=256KiB'
-# the default: kv's copy=bulk push at more CTAs and smaller chunks (the
-# first bulk call, bench/seedwin3-2026-12-03-h200.json, left short's 2048
-# rows at 64 items of 32 for 132 CTAs).  A variant names its params: a copy=bulk line adds the
-# seed's bulk_kib line only if the seed has one, so every variant sets it.
+# the default: what the 2026-12-03 calls left to measure around the seeds
+# they settled on (kv: copy=bulk on 132 one-warp CTAs, chunk=16KiB; moe:
+# expert_grid=tiles, expert_raster=2; bench/seedwin5-2026-12-03-h200.json).
+# A variant names its params in full: it replaces the seed's lines only.
 B='// CUCO-PARAM copy=bulk'
 DS='// CUCO-DIRECTIVES backend=lsa placement=split sync=per_peer issuer=warp'
-VARIANTS=${VARIANTS:-"kv_transfer:bulk132x32k16c16:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_threads=32|// CUCO-PARAM bulk_kib=16|$DS chunk=16KiB
-kv_transfer:bulk132x32k16c32:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_threads=32|// CUCO-PARAM bulk_kib=16|$DS chunk=32KiB
-kv_transfer:bulk132x32k32c16:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_threads=32|// CUCO-PARAM bulk_kib=32|$DS chunk=16KiB
-kv_transfer:bulk64x32k32c32:$B|// CUCO-PARAM comm_ctas=64|// CUCO-PARAM push_threads=32|// CUCO-PARAM bulk_kib=32|$DS chunk=32KiB
-kv_transfer:bulk132x32k16:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_threads=32|// CUCO-PARAM bulk_kib=16
-kv_transfer:bulk132x64k32c16:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_threads=64|// CUCO-PARAM bulk_kib=32|$DS chunk=16KiB
-kv_transfer:split16c64:$DS chunk=64KiB
-kv_transfer:bulk16x128k64:$B|// CUCO-PARAM push_threads=128|// CUCO-PARAM bulk_kib=64"}
+VARIANTS=${VARIANTS:-"kv_transfer:bulk132x64k32c16:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_threads=64|// CUCO-PARAM bulk_kib=32|$DS chunk=16KiB
+kv_transfer:bulk132x32k16c8:$B|// CUCO-PARAM comm_ctas=132|// CUCO-PARAM push_threads=32|// CUCO-PARAM bulk_kib=16|$DS chunk=8KiB
+moe_dsv3:raster1:// CUCO-PARAM expert_raster=1
+moe_dsv3:c8:// CUCO-PARAM comm_ctas=8"}
 for wl in ${WLS:-kv_transfer moe_dsv3}; do
   gpu_capped "$wl" 150 "$OUT/$wl.json" ./cuco eval "workloads/$wl" --json --impl all
   while IFS=: read -r vwl vname vlines; do
