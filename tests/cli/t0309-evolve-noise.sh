@@ -1,11 +1,11 @@
 #!/bin/bash
 # The noise watch covers the bar and the seed: a copy of the landscape
 # fixture made noisy on purpose (every reported cost times a factor drawn
-# from a hash of the clock and a stack address, log-uniform over e^-0.5..e^0.5, five runs per bench) with
-# a baseline.  The baseline's and the seed's spreads are beyond 5%: each is
-# measured again, the progress lines and the summary say so, the database
-# keeps what the watch did, and the report shows it.  The steady fixture
-# says nothing of the kind.
+# from a hash of the clock and a stack address, log-uniform over
+# e^-0.5..e^0.5, five runs per bench) with a baseline.  The baseline's and
+# the seed's spreads are beyond 5%: each is measured again, the progress
+# lines and the summary say so, the database keeps what the watch did, and
+# the report shows it.  The steady fixture says nothing of the kind.
 . "$(dirname "$0")/lib.sh"
 unset CUCO_LLM_PROVIDER CUCO_LLM_BASE_URL CUCO_LLM_MODEL CUCO_LLM_API_KEY_ENV CUCO_CONFIG
 WL=$TMP/noisy
