@@ -7,8 +7,9 @@
 #      through --candidate: WL-VARIANT.json (WLS: the workloads, in order).  VARIANTS (default below)
 #      lists them as WL:NAME:LINE|LINE...; a LINE replaces the seed's line
 #      that starts with the same "// CUCO-PARAM KEY=" or "// CUCO-DIRECTIVES".
-#   3. torch's GEMM + RoPE on kv_transfer's shapes (the outside anchor):
-#      torch-kv_transfer.anchor.json;
+#   3. the outside anchors: torch's GEMM + RoPE on kv_transfer's shapes
+#      (torch-kv_transfer.anchor.json), torch._grouped_mm on moe_dsv3's
+#      expert GEMMs (torch-moe_dsv3.anchor.json);
 #   4. CHEATS: the cheat suites of these workloads (verify only);
 #   5. VRANKS: these workloads' seeds at --vranks 2 (verify only; a
 #      protocol test, never a performance number).
@@ -42,6 +43,13 @@ case " ${WLS:-kv_transfer moe_dsv3} " in
 *" kv_transfer "*)
   gpu_capped torch-kv_transfer 120 "$OUT/torch-kv_transfer.anchor.json" \
     python3 "$ROOT/tests/gpu/kv_transfer_torch.py" ;;
+esac
+# moe_dsv3's: torch._grouped_mm for the routed experts' two GEMMs at prefill's
+# (256 experts x 128 rows) and decode's (x 4) average shapes
+case " ${WLS:-kv_transfer moe_dsv3} " in
+*" moe_dsv3 "*)
+  gpu_capped torch-moe_dsv3 120 "$OUT/torch-moe_dsv3.anchor.json" \
+    python3 "$ROOT/tests/gpu/moe_torch.py" 256:128 256:4 ;;
 esac
 # CHEATS: workloads whose cheat suite runs after (verify only; the seed
 # changed under them)
