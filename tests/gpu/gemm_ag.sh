@@ -68,6 +68,10 @@ pids+=($!)
 # its negative control: the tile waits compiled out, the data 5 ms late
 build_impl seed_tile_nowait $WL/seed_tile.cu -DST_CONTROL_NO_WAIT &
 pids+=($!)
+# at one rank seed_tile multiplies A at once (nothing to gather); this build
+# takes the gather path there too, so that a 1-rank verify covers the waits
+build_impl seed_tile_gather $WL/seed_tile.cu -DST_R1_GATHER &
+pids+=($!)
 CHEATS=()
 if [ "$ONLY" != tile ]; then
 build_impl seed_global $WL/seed.cu -DCUCO_SYNC=CUCO_SYNC_GLOBAL -DCUCO_PLACEMENT=CUCO_PLACEMENT_DEFERRED -DCUCO_ISSUER=CUCO_ISSUER_WARP &
@@ -88,7 +92,7 @@ wait "${pids[@]}"
 RT_OBJS=()
 for f in runtime/*.cu; do RT_OBJS+=("$W/$(basename "$f" .cu).o"); done
 lpids=()  # links in parallel
-for n in "${IMPLS[@]}" seed_global seed_chunk seed_tile_nowait "${CHEATS[@]}"; do
+for n in "${IMPLS[@]}" seed_global seed_chunk seed_tile_nowait seed_tile_gather "${CHEATS[@]}"; do
   [ -f "$W/impl_$n.o" ] || continue
   { nvcc -arch=sm_90 "${RT_OBJS[@]}" "$W/reference.o" "$W/impl_$n.o" -o "$W/bin_$n" \
     -L"$W/lib" -L"$NCCL_HOME/lib" -L"$CUDA_LIB" -lnccl -lcublas -lcublasLt \
@@ -143,8 +147,8 @@ PY
 
 # ---- verify: every honest implementation at the small shapes (+perturb)
 VSIZES=("small_a:M=256,K=512,N=384" "small_b:M=200,K=136,N=120" "small_c:M=72,K=40,N=24" "mid_a:M=1032,K=1000,N=1048")
-VIMPLS=("${IMPLS[@]}")
-[ "$ONLY" = tile ] && VIMPLS=(seed_tile)
+VIMPLS=("${IMPLS[@]}" seed_tile_gather)
+[ "$ONLY" = tile ] && VIMPLS=(seed_tile seed_tile_gather)
 for impl in "${VIMPLS[@]}"; do
   for sz in "${VSIZES[@]}"; do
     run "verify_${impl}_${sz%%:*}" 0 "$impl" --mode verify --perturb --params "${sz#*:}" --size-name "${sz%%:*}" --seed 7

@@ -13,8 +13,13 @@
 // of the chunks that the tile's rows [m0, m_end) touch.  Tiles start with the
 // own block (rotated schedule), whose data arrives first.
 //
-// At one rank the path is the same (own block copied into Ag chunk by chunk,
-// every tile waiting on its chunk flags), so a 1-rank verify exercises the hook.
+// At one rank there is nothing to gather: the GEMM multiplies A at once on
+// every SM, with no push and no SMs held back for one (as seed.cu does).
+// Built with -DST_R1_GATHER (tests/gpu/gemm_ag.sh: seed_tile_gather), one
+// rank takes the gather path instead (own block copied into Ag chunk by
+// chunk, every tile waiting on its chunk flags), so that a 1-rank verify
+// still exercises the hook; the negative control (ST_CONTROL_NO_WAIT)
+// always takes it.
 //
 // Deadlock rule (gemm_tile.cuh): the GEMM spins on data that a kernel on the
 // same GPU produces, so the push kernel is launched first and the GEMM gets
@@ -140,11 +145,31 @@ static long long st_chunk_rows(const struct wl_shape *s) {
   return rows;
 }
 
+// C = A * B_r on the v2 tile over all M rows of A (Ag, or A itself at one
+// rank), on the step stream: PRO waits per tile, SCHED orders the tiles,
+// GRID CTAs (0: one an SM).
+template <class Pro, class Sched>
+static int st_gemm(struct wl_ctx *ctx, struct st_state *u, const void *A, Pro pro, Sched sched,
+                   int grid) {
+  const struct wl_shape *s = &u->s;
+  cuco_gemm::GemmArgs a{(const __nv_bfloat16 *)A, (const __nv_bfloat16 *)u->B, s->K, s->Nr,
+                        (int)s->M, (int)s->Nr, (int)s->K, nullptr, 0, 0};
+  RT_CUDA(ctx, (cuco_gemm::gemm_tile_v2_run(a, pro,
+                                            cuco_gemm::GemmStoreC{(__nv_bfloat16 *)u->C, s->Nr},
+                                            sched, grid, rt_stream(ctx))));
+  return 0;
+}
+
 static int step(struct wl_ctx *ctx, struct st_state *u) {
   const struct wl_shape *s = &u->s;
   cudaStream_t st = rt_stream(ctx);
   const int me = rt_rank(ctx), R = (int)s->R;
   const unsigned long long ep = rt_epoch(ctx);
+#if !defined(ST_R1_GATHER) && !defined(ST_CONTROL_NO_WAIT)
+  if (R == 1)  // A is the whole gathered matrix: one GEMM on every SM, no waits
+    return st_gemm(ctx, u, u->A, cuco_gemm::GemmNoWait{},
+                   cuco_gemm::GemmRasterSched<8>{}, 0);
+#endif
   const size_t block = (size_t)s->Mr * s->K * 2;
   const long long cr = st_chunk_rows(s);
   const size_t chunk = (size_t)cr * s->K * 2;
@@ -158,17 +183,13 @@ static int step(struct wl_ctx *ctx, struct st_state *u) {
       chunk, nch, ep);
   RT_LAUNCH(ctx);
   RT_CUDA(ctx, cudaEventRecord(u->pushed, u->comm));
-  cuco_gemm::GemmArgs a{(const __nv_bfloat16 *)u->Ag, (const __nv_bfloat16 *)u->B, s->K, s->Nr,
-                        (int)s->M, (int)s->Nr, (int)s->K, nullptr, 0, 0};
   // The v2 tile (wgmma + TMA, persistent, one CTA per SM): its producer
   // lane waits for the tile's A chunks (StWaitChunks), the math warps store.
   int grid = u->sms - CUCO_PARAM_comm_ctas;
   if (grid < 1) grid = 1;
-  RT_CUDA(ctx, (cuco_gemm::gemm_tile_v2_run(
-                   a, StWaitChunks{u->flags, s->Mr, cr, ep},
-                   cuco_gemm::GemmStoreC{(__nv_bfloat16 *)u->C, s->Nr},
-                   cuco_gemm::GemmRotateSched<8>{(int)(me * s->Mr / cuco_gemm::v2::BM)}, grid,
-                   st)));
+  if (st_gemm(ctx, u, u->Ag, StWaitChunks{u->flags, s->Mr, cr, ep},
+              cuco_gemm::GemmRotateSched<8>{(int)(me * s->Mr / cuco_gemm::v2::BM)}, grid) != 0)
+    return -1;
   RT_CUDA(ctx, cudaStreamWaitEvent(st, u->pushed, 0));  // join the comm stream
   return 0;
 }
