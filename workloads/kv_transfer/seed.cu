@@ -186,15 +186,15 @@ __device__ static inline void sd_store_release(unsigned long long *p, unsigned l
   f.store(v, cuda::memory_order_release);
 }
 
-// Release-store EPOCH into the flag (slot 0) of sender ME's layer L on every
-// decode rank in DMASK.
+// Release-store EPOCH into flag SLOT (0: the layer's; per_chunk: the CTA's)
+// of sender ME's layer L on every decode rank in DMASK.
 __device__ static inline void sd_raise_layer(ncclWindow_t flag_win, int me, long long L,
                                              long long l, unsigned long long dmask,
-                                             unsigned long long epoch) {
+                                             unsigned long long epoch, int slot = 0) {
   for (int d = 0; d < 64; d++)
     if (dmask >> d & 1)
       sd_store_release((unsigned long long *)ncclGetLsaPointer(
-                           flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS) * 8, d),
+                           flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS + slot) * 8, d),
                        epoch);
 }
 
@@ -303,11 +303,7 @@ __device__ static inline void sd_layer_signal(ncclWindow_t flag_win, unsigned lo
   __threadfence_system();
 #if SD_CHUNK_FLAGS
   (void)done;
-  for (int d = 0; d < 64; d++)
-    if (dmask >> d & 1)
-      sd_store_release((unsigned long long *)ncclGetLsaPointer(
-                           flag_win, (((size_t)me * L + l) * SD_FLAG_SLOTS + blockIdx.x) * 8, d),
-                       epoch);
+  sd_raise_layer(flag_win, me, L, l, dmask, epoch, (int)blockIdx.x);
 #else
   unsigned long long old = atomicAdd(&done[l], 1ull);
   if (old == epoch * gridDim.x - 1) {  // the last CTA of layer l
@@ -380,8 +376,8 @@ __device__ __forceinline__ void sd_bulk_store(void *gdst, const void *ssrc, unsi
 // The push with copy=bulk: layers [L0, L1) as sd_push, CTA b taking items
 // b, b+G, ... of TPI rows; within a CTA, warp w's lane 0 takes the CTA's
 // rows w, w+NW, ... through its ring of NBUF row buffers (4W bytes each):
-// a row's load is issued NBUF - 1 rows ahead, and a buffer is reloaded once
-// the store that read it (two rows back at most) has read it out.  Before
+// a row's load is issued NBUF - 1 rows ahead, into the buffer of the row
+// before, once that row's store has read it out.  Before
 // the layer's flags every lane 0 waits until its stores are complete; the
 // proxy fence orders those async-proxy writes before the generic release.
 // At most 32 registers a thread (1024 threads, 2 CTAs an SM): the lone
