@@ -72,6 +72,17 @@ pids+=($!)
 # takes the gather path there too, so that a 1-rank verify covers the waits
 build_impl seed_tile_gather $WL/seed_tile.cu -DST_R1_GATHER &
 pids+=($!)
+# ONLY=tile: the one-rank GEMM's grid and raster (CUCO-PARAM gemm_grid,
+# gemm_raster) beside the committed ones, verified at mid_a and benched
+TVARS=()
+if [ "$ONLY" = tile ]; then
+  for v in tiles8:tiles:8 tiles4:tiles:4 pers4:persistent:4 pers16:persistent:16 tiles16:tiles:16; do
+    IFS=: read -r vn vg vr <<<"$v"
+    TVARS+=("seed_tile_$vn")
+    build_impl "seed_tile_$vn" $WL/seed_tile.cu -DCUCO_PARAM_gemm_grid="$vg" -DCUCO_PARAM_gemm_raster="$vr" &
+    pids+=($!)
+  done
+fi
 CHEATS=()
 if [ "$ONLY" != tile ]; then
 build_impl seed_global $WL/seed.cu -DCUCO_SYNC=CUCO_SYNC_GLOBAL -DCUCO_PLACEMENT=CUCO_PLACEMENT_DEFERRED -DCUCO_ISSUER=CUCO_ISSUER_WARP &
@@ -92,7 +103,7 @@ wait "${pids[@]}"
 RT_OBJS=()
 for f in runtime/*.cu; do RT_OBJS+=("$W/$(basename "$f" .cu).o"); done
 lpids=()  # links in parallel
-for n in "${IMPLS[@]}" seed_global seed_chunk seed_tile_nowait seed_tile_gather "${CHEATS[@]}"; do
+for n in "${IMPLS[@]}" seed_global seed_chunk seed_tile_nowait seed_tile_gather "${TVARS[@]}" "${CHEATS[@]}"; do
   [ -f "$W/impl_$n.o" ] || continue
   { nvcc -arch=sm_90 "${RT_OBJS[@]}" "$W/reference.o" "$W/impl_$n.o" -o "$W/bin_$n" \
     -L"$W/lib" -L"$NCCL_HOME/lib" -L"$CUDA_LIB" -lnccl -lcublas -lcublasLt \
@@ -161,6 +172,10 @@ for impl in seed_global seed_chunk; do
   done
 done
 
+for impl in "${TVARS[@]}"; do
+  run "verify_${impl}_mid_a" 0 "$impl" --mode verify --perturb --params M=1032,K=1000,N=1048 --size-name mid_a --seed 7
+done
+
 # per_tile's waits are load-bearing: without them (data late) verify must fail.
 run "control_seed_tile_nowait" 3 seed_tile_nowait --mode verify --params M=1032,K=1000,N=1048 --seed 7
 
@@ -207,7 +222,7 @@ BSIZES=("full_4k:M=4096,K=8192,N=28672" "full_8k:M=8192,K=8192,N=28672")
 BARGS=(--warmup 5 --iters 20 --min-time 1.0)
 [ "$ONLY" = tile ] && BARGS=(--warmup 3 --iters 20 --min-time 0.3)
 for sz in "${BSIZES[@]}"; do
-  for impl in "${IMPLS[@]}"; do
+  for impl in "${IMPLS[@]}" "${TVARS[@]}"; do
     run "bench_${impl}_${sz%%:*}" 0 "$impl" --mode bench --params "${sz#*:}" --size-name "${sz%%:*}" "${BARGS[@]}"
   done
 done

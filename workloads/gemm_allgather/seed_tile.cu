@@ -54,11 +54,36 @@ struct st_state {
 // CUCO-DIRECTIVES backend=lsa placement=per_tile sync=per_chunk issuer=cta chunk=1MiB
 // CUCO-PARAM comm_ctas=8
 // CUCO-PARAM push_threads=512
+// CUCO-PARAM gemm_grid=persistent
+// CUCO-PARAM gemm_raster=8
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 8
 #endif
 #ifndef CUCO_PARAM_push_threads
 #define CUCO_PARAM_push_threads 512
+#endif
+// gemm_grid=persistent|tiles (a word): the one-rank GEMM on one CTA an SM,
+// each looping over tiles b, b+132, ..., or on one CTA a tile (the block
+// scheduler hands out tiles as SMs free up; each CTA pays its pipeline fill).
+#ifndef CUCO_PARAM_gemm_grid
+#define CUCO_PARAM_gemm_grid persistent
+#endif
+// gemm_raster=16|8|4|2: the one-rank GEMM's tile order, panels of that many
+// M tiles (GemmRasterSched): tiles that share a B panel are adjacent.
+#ifndef CUCO_PARAM_gemm_raster
+#define CUCO_PARAM_gemm_raster 8
+#endif
+#if CUCO_PARAM_gemm_raster != 16 && CUCO_PARAM_gemm_raster != 8 && \
+    CUCO_PARAM_gemm_raster != 4 && CUCO_PARAM_gemm_raster != 2
+#error "CUCO-PARAM gemm_raster must be 16, 8, 4 or 2"
+#endif
+#define ST_CAT2(a, b) a##b
+#define ST_CAT(a, b) ST_CAT2(a, b)
+#define ST_GG_persistent 1
+#define ST_GG_tiles 2
+#define ST_GG ST_CAT(ST_GG_, CUCO_PARAM_gemm_grid)
+#if ST_GG != 1 && ST_GG != 2
+#error "CUCO-PARAM gemm_grid must be persistent or tiles"
 #endif
 
 __device__ static inline void st_store_release(unsigned long long *p, unsigned long long v) {
@@ -166,9 +191,13 @@ static int step(struct wl_ctx *ctx, struct st_state *u) {
   const int me = rt_rank(ctx), R = (int)s->R;
   const unsigned long long ep = rt_epoch(ctx);
 #if !defined(ST_R1_GATHER) && !defined(ST_CONTROL_NO_WAIT)
-  if (R == 1)  // A is the whole gathered matrix: one GEMM on every SM, no waits
+  if (R == 1) {  // A is the whole gathered matrix: one GEMM on every SM, no waits
+    long long tiles = ((s->M + cuco_gemm::v2::BM - 1) / cuco_gemm::v2::BM) *
+                      ((s->Nr + cuco_gemm::v2::BN - 1) / cuco_gemm::v2::BN);
+    int grid = ST_GG == 2 && tiles < (1LL << 30) ? (int)tiles : 0;
     return st_gemm(ctx, u, u->A, cuco_gemm::GemmNoWait{},
-                   cuco_gemm::GemmRasterSched<8>{}, 0);
+                   cuco_gemm::GemmRasterSched<CUCO_PARAM_gemm_raster>{}, grid);
+  }
 #endif
   const size_t block = (size_t)s->Mr * s->K * 2;
   const long long cr = st_chunk_rows(s);
