@@ -40,6 +40,17 @@
 
 #include "attn_step.cuh"
 #include "attn_step_ref.h"
+// -DATTN_BENCH_V2 (an sm_90a build): every check and the benchmark call
+// attn_step_v2 (runtime/attn_step_v2.cuh) instead of attn_step; the device
+// entry check (v1's attn_step_tile against the host call) is v1's only.
+#ifdef ATTN_BENCH_V2
+#include "attn_step_v2.cuh"
+#define BENCH_STEP attn_step_v2
+#define BENCH_IMPL "attn_step_v2"
+#else
+#define BENCH_STEP attn_step
+#define BENCH_IMPL "attn_step_v1"
+#endif
 
 #define CK(x)                                                                          \
   do {                                                                                 \
@@ -181,7 +192,7 @@ static cudaError_t step(const Seq &s, State &st, int q0, int nq, int k0, int nk,
   a.mask = mask;
   a.state = st.st;
   a.state_row0 = srow0;
-  return attn_step(&a, 0);
+  return BENCH_STEP(&a, 0);
 }
 
 // ---------------------------------------------------------------------------
@@ -469,7 +480,7 @@ __global__ void __launch_bounds__(ATTN_STEP_THREADS, 1)
     attn_step_tile(a, w / a.shape.hq, w % a.shape.hq, smem);
 }
 
-static void test_device_entry(const Seq &s) {
+[[maybe_unused]] static void test_device_entry(const Seq &s) {
   char sh[96];
   shape_str(sh, sizeof sh, s);
   State x = make_state(s.S, s.hq, s.d), y = make_state(s.S, s.hq, s.d);
@@ -513,10 +524,10 @@ static void test_args(const Seq &s) {
   a.shape = {s.hq, s.hkv, 96, 0.f};
   a.q = s.dq, a.q_rows = s.S, a.k = s.dk(), a.v = s.dv(), a.kv_rows = s.S;
   a.state = st.st;
-  cudaError_t e1 = attn_step(&a, 0);
+  cudaError_t e1 = BENCH_STEP(&a, 0);
   a.shape.d = s.d;
   a.state_row0 = 1;  // rows [1, S+1) exceed the state
-  cudaError_t e2 = attn_step(&a, 0);
+  cudaError_t e2 = BENCH_STEP(&a, 0);
   bool ok = e1 == cudaErrorInvalidValue && e2 == cudaErrorInvalidValue &&
             cudaGetLastError() == cudaSuccess;
   record("bad_args_refused", "", ok, ok ? "d=96 and state overflow: cudaErrorInvalidValue" : "not refused");
@@ -542,7 +553,9 @@ static int run_tests(bool small) {
       test_zigzag(s, 2);
       if (x.S >= 200) test_zigzag(s, 3);
       test_untouched(s);
+#ifndef ATTN_BENCH_V2
       test_device_entry(s);
+#endif
       test_fresh_rows(s);
     }
     free_seq(s);
@@ -570,9 +583,10 @@ static double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-static void run_bench(const std::vector<int> &sizes, int reps) {
-  const int hq = 32, hkv = 8, d = 128;
-  bool first = true;
+static void run_bench(const std::vector<int> &sizes, int reps, int hkv, attn_mask mask) {
+  const int hq = 32, d = 128;
+  const bool causal = mask == ATTN_MASK_CAUSAL;
+  static bool first = true;  // one JSON list over every call
   for (int S : sizes) {
     Seq s = make_seq(S, hq, hkv, d, 1000 + S);
     State st = make_state(S, hq, d);
@@ -587,7 +601,7 @@ static void run_bench(const std::vector<int> &sizes, int reps) {
     for (int it = 0; it < reps + 3; it++) {  // 3 warm-up runs
       CK(attn_state_init(st.st, hq, d, 0));
       CK(cudaEventRecord(e0));
-      CK(step(s, st, 0, S, 0, S, 0, ATTN_MASK_CAUSAL));
+      CK(step(s, st, 0, S, 0, S, 0, mask));
       CK(cudaEventRecord(e1));
       CK(cudaEventSynchronize(e1));
       float ms;
@@ -597,7 +611,7 @@ static void run_bench(const std::vector<int> &sizes, int reps) {
     for (int it = 0; it < reps + 3; it++) {
       CK(cudaEventRecord(e0));
       CK(attn_state_init(st.st, hq, d, 0));
-      CK(step(s, st, 0, S, 0, S, 0, ATTN_MASK_CAUSAL));
+      CK(step(s, st, 0, S, 0, S, 0, mask));
       CK(attn_finalize(st.st, hq, d, o, lse, 0));
       CK(cudaEventRecord(e1));
       CK(cudaEventSynchronize(e1));
@@ -615,23 +629,23 @@ static void run_bench(const std::vector<int> &sizes, int reps) {
     for (int i = 1; i <= 8; i++) rows.push_back(S - i);
     Rng r(S);
     for (int i = 0; i < 24; i++) rows.push_back((int)(r.next() % S));
-    Err e = check_vs_ref(s, out, iota_pos(S), true, 1 / sqrt((double)d), rows, {0, 5, 31});
+    Err e = check_vs_ref(s, out, iota_pos(S), causal, 1 / sqrt((double)d), rows, {0, 5, 31});
     bool ok = err_ok(e);
     if (!ok) g_failures++;
-    double flop = 2.0 * S * (double)S * hq * d;
+    double flop = (causal ? 2.0 : 4.0) * S * (double)S * hq * d;
     double ms_step = median(t_step), ms_full = median(t_full);
-    printf("BENCH attn_step_v1 (d=128 min blocks/SM %d) causal S=%d hq=%d hkv=%d d=%d: step %.3f ms (%.1f TFLOP/s), "
+    printf("BENCH " BENCH_IMPL " (d=128 min blocks/SM %d) %s S=%d hq=%d hkv=%d d=%d: step %.3f ms (%.1f TFLOP/s), "
            "init+step+finalize %.3f ms (%.1f TFLOP/s), verify %s (rel_l2 %.3g, max_dlse %.3g)\n",
-           ATTN_STEP_MIN_BLOCKS_D128, S, hq, hkv, d, ms_step, flop / ms_step * 1e-9, ms_full, flop / ms_full * 1e-9,
+           ATTN_STEP_MIN_BLOCKS_D128, causal ? "causal" : "full", S, hq, hkv, d, ms_step, flop / ms_step * 1e-9, ms_full, flop / ms_full * 1e-9,
            ok ? "ok" : "FAILED", e.rel_l2, e.worst_lse);
     fflush(stdout);
     fprintf(g_json,
-            "%s\n  {\"impl\": \"attn_step_v1\", \"min_blocks_d128\": %d, \"S\": %d, \"hq\": %d, \"hkv\": %d, \"d\": %d, "
-            "\"causal\": true, \"flop\": %.6g, \"reps\": %d, \"step_median_ms\": %.5f, "
+            "%s\n  {\"impl\": \"" BENCH_IMPL "\", \"min_blocks_d128\": %d, \"S\": %d, \"hq\": %d, \"hkv\": %d, \"d\": %d, "
+            "\"causal\": %s, \"flop\": %.6g, \"reps\": %d, \"step_median_ms\": %.5f, "
             "\"step_tflops\": %.2f, \"full_median_ms\": %.5f, \"full_tflops\": %.2f, "
             "\"verified\": %s, \"verify_rows\": %lld, \"verify_rel_l2\": %.4g, "
             "\"verify_max_dlse\": %.4g}",
-            first ? "" : ",", ATTN_STEP_MIN_BLOCKS_D128, S, hq, hkv, d, flop, reps, ms_step, flop / ms_step * 1e-9, ms_full,
+            first ? "" : ",", ATTN_STEP_MIN_BLOCKS_D128, S, hq, hkv, d, causal ? "true" : "false", flop, reps, ms_step, flop / ms_step * 1e-9, ms_full,
             flop / ms_full * 1e-9, ok ? "true" : "false", e.rows, e.rel_l2, e.worst_lse);
     fflush(g_json);
     first = false;
@@ -669,12 +683,36 @@ int main(int argc, char **argv) {
   bool small = false;
   int reps = 20;
   std::vector<int> sizes = {8192, 16384, 32768};
+  std::vector<int> hkvs = {8};
+  std::vector<attn_mask> masks = {ATTN_MASK_CAUSAL};
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--mode" && i + 1 < argc) mode = argv[++i];
     else if (a == "--out" && i + 1 < argc) out = argv[++i];
     else if (a == "--small") small = true;
     else if (a == "--reps" && i + 1 < argc) reps = (int)strtol(argv[++i], nullptr, 10);
+    else if (a == "--hkv" && i + 1 < argc) {  // "8", "32" or "8,32": KV heads of the bench
+      hkvs.clear();
+      for (char *p = argv[++i]; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || 32 % v) {
+          fprintf(stderr, "--hkv: bad list '%s' (divisors of 32)\n", argv[i]);
+          return 2;
+        }
+        hkvs.push_back((int)v);
+        p = *end == ',' ? end + 1 : end;
+      }
+    } else if (a == "--mask" && i + 1 < argc) {  // causal, none or causal,none
+      std::string m = argv[++i];
+      masks.clear();
+      if (m == "causal" || m == "causal,none") masks.push_back(ATTN_MASK_CAUSAL);
+      if (m == "none" || m == "causal,none") masks.push_back(ATTN_MASK_NONE);
+      if (masks.empty()) {
+        fprintf(stderr, "--mask: '%s' is not causal, none or causal,none\n", m.c_str());
+        return 2;
+      }
+    }
     else if (a == "--sizes" && i + 1 < argc) {
       sizes.clear();
       for (char *p = argv[++i]; *p;) {
@@ -689,7 +727,7 @@ int main(int argc, char **argv) {
       }
     } else {
       fprintf(stderr, "usage: attn_step_bench --mode test|bench|all --out DIR [--small] "
-              "[--reps N] [--sizes S1,S2,...] (unknown argument '%s')\n", argv[i]);
+              "[--reps N] [--sizes S1,S2,...] [--hkv 8,32] [--mask causal,none] (unknown argument '%s')\n", argv[i]);
       return 2;
     }
   }
@@ -699,7 +737,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (mode != "bench") {
-    g_json = open_json(out, "attn_step_test.json", "attn_step v1 correctness vs fp64");
+    g_json = open_json(out, "attn_step_test.json", BENCH_IMPL " correctness vs fp64");
     fprintf(g_json, ",\n\"checks\": [");
     run_tests(small);
     fprintf(g_json, "\n], \"checks_run\": %d, \"failures\": %d, \"passed\": %s}\n", g_checks,
@@ -709,9 +747,10 @@ int main(int argc, char **argv) {
   }
   if (mode != "test") {
     int before = g_failures;
-    g_json = open_json(out, "attn_step_bench.json", "attn_step v1 causal timing");
+    g_json = open_json(out, "attn_step_bench.json", BENCH_IMPL " timing");
     fprintf(g_json, ",\n\"results\": [");
-    run_bench(sizes, reps);
+    for (attn_mask m : masks)
+      for (int hkv : hkvs) run_bench(sizes, reps, hkv, m);
     fprintf(g_json, "\n], \"verify_failures\": %d}\n", g_failures - before);
     fclose(g_json);
   }

@@ -4,8 +4,9 @@
 # backend that accepts the shape (flash, cuDNN, efficient, and torch's own
 # choice), plus the default backend on K/V expanded to Hq heads (MHA).  Median
 # of timed runs after warm-up; FLOP = 2*S^2*Hq*D (the causal half), as in
-# bench/attn_step_bench.cu.  Prints one JSON object.
-#   python3 attn_step_sdpa.py [S1,S2,...] [reps]
+# bench/attn_step_bench.cu; without a mask (MASKS "none") 4*S^2*Hq*D.
+# Prints one JSON object.
+#   python3 attn_step_sdpa.py [S1,S2,...] [reps] [causal|none|causal,none]
 import json
 import sys
 
@@ -15,6 +16,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sizes = [int(x) for x in (sys.argv[1] if len(sys.argv) > 1 else "8192,16384,32768").split(",")]
 reps = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+masks = (sys.argv[3] if len(sys.argv) > 3 else "causal").split(",")
 HQ, HKV, D = 32, 8, 128
 out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0),
        "hq": HQ, "hkv": HKV, "d": D, "reps": reps, "results": []}
@@ -39,17 +41,17 @@ def timeit(fn):
 
 backends = [("default", None), ("flash", SDPBackend.FLASH_ATTENTION),
             ("cudnn", SDPBackend.CUDNN_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
-for S in sizes:
+def one(S, causal):
     g = torch.Generator(device="cuda").manual_seed(S)
     q = torch.randn(1, HQ, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
     k = torch.randn(1, HKV, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
     v = torch.randn(1, HKV, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
-    flop = 2.0 * S * S * HQ * D
+    flop = (2.0 if causal else 4.0) * S * S * HQ * D
     for name, be in backends:
-        row = {"S": S, "backend": name, "gqa": True, "flop": flop}
+        row = {"S": S, "backend": name, "gqa": True, "causal": causal, "flop": flop}
         try:
             def run():
-                return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
             if be is None:
                 ms = timeit(run)
             else:
@@ -59,15 +61,28 @@ for S in sizes:
         except Exception as e:  # a backend that refuses the shape
             row["error"] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
         out["results"].append(row)
+    # MHA: K/V expanded to Hq heads, every backend
     ke = k.repeat_interleave(HQ // HKV, dim=1)
     ve = v.repeat_interleave(HQ // HKV, dim=1)
-    row = {"S": S, "backend": "default", "gqa": False, "flop": flop}
-    try:
-        ms = timeit(lambda: F.scaled_dot_product_attention(q, ke, ve, is_causal=True))
-        row.update({"median_ms": ms, "tflops": flop / ms * 1e-9})
-    except Exception as e:
-        row["error"] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-    out["results"].append(row)
+    for name, be in backends:
+        row = {"S": S, "backend": name, "gqa": False, "causal": causal, "flop": flop}
+        try:
+            def run():
+                return F.scaled_dot_product_attention(q, ke, ve, is_causal=causal)
+            if be is None:
+                ms = timeit(run)
+            else:
+                with sdpa_kernel([be]):
+                    ms = timeit(run)
+            row.update({"median_ms": ms, "tflops": flop / ms * 1e-9})
+        except Exception as e:
+            row["error"] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        out["results"].append(row)
     del q, k, v, ke, ve
     torch.cuda.empty_cache()
+
+
+for m in masks:
+    for S in sizes:
+        one(S, m == "causal")
 print(json.dumps(out, indent=1))

@@ -76,7 +76,7 @@ pids+=($!)
 # gemm_raster) beside the committed ones, verified at mid_a and benched
 TVARS=()
 if [ "$ONLY" = tile ]; then
-  for v in tiles8:tiles:8 tiles4:tiles:4 pers4:persistent:4 pers16:persistent:16 tiles16:tiles:16; do
+  for v in pers8:persistent:8 tiles16:tiles:16; do
     IFS=: read -r vn vg vr <<<"$v"
     TVARS+=("seed_tile_$vn")
     build_impl "seed_tile_$vn" $WL/seed_tile.cu -DCUCO_PARAM_gemm_grid="$vg" -DCUCO_PARAM_gemm_raster="$vr" &

@@ -54,7 +54,7 @@ struct st_state {
 // CUCO-DIRECTIVES backend=lsa placement=per_tile sync=per_chunk issuer=cta chunk=1MiB
 // CUCO-PARAM comm_ctas=8
 // CUCO-PARAM push_threads=512
-// CUCO-PARAM gemm_grid=persistent
+// CUCO-PARAM gemm_grid=tiles
 // CUCO-PARAM gemm_raster=8
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 8
@@ -66,7 +66,7 @@ struct st_state {
 // each looping over tiles b, b+132, ..., or on one CTA a tile (the block
 // scheduler hands out tiles as SMs free up; each CTA pays its pipeline fill).
 #ifndef CUCO_PARAM_gemm_grid
-#define CUCO_PARAM_gemm_grid persistent
+#define CUCO_PARAM_gemm_grid tiles
 #endif
 // gemm_raster=16|8|4|2: the one-rank GEMM's tile order, panels of that many
 // M tiles (GemmRasterSched): tiles that share a B panel are adjacent.

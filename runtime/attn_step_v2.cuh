@@ -1,0 +1,432 @@
+// runtime/attn_step_v2.cuh - version 2 of cuco's attention step: the same
+// contract as attn_step.h (layouts, fp32 state between steps, masks, the
+// state kernels), computed with Hopper's wgmma fed by TMA, in the manner of
+// FlashAttention-3:
+//   - warp specialisation: 384 threads a CTA; warpgroup 0 is the producer
+//     (thread 0 streams K and V blocks of 128 keys with TMA into a two-stage
+//     ring; mbarriers k_full, v_full, empty) and gives its registers away
+//     (setmaxnreg 24), warpgroups 1 and 2 are the consumers (query rows 0-63
+//     and 64-127 of the CTA's 128-row Q tile, setmaxnreg 240: S, O and P of
+//     a row block need about 200 registers a thread, and 9 or 12 warps at
+//     the launch's even split get 168);
+//   - both GEMMs on wgmma: S = Q K^T with Q and K from shared memory, O += P V
+//     with P straight from the registers that held S (the accumulator layout
+//     of S is the A-fragment layout of P) and V from shared memory;
+//   - intra-warpgroup overlap: block j's S = Q K_j is issued, then block j-1's
+//     P V_{j-1}; block j's softmax runs while that second GEMM is in flight;
+//     the two warpgroups interleave on the tensor cores besides.
+// BUILD WITH -gencode=arch=compute_90a,code=sm_90a; built for another target
+// the kernel traps (as gemm_tile_v2).  D in {64, 128}; the host call checks
+// the arguments with attn_step_check, so what v1 refuses v2 refuses.
+//
+//   cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream);
+//   size_t attn_step_v2_smem_bytes(int d);
+//
+// attn_state_init / merge / finalize are v1's (attn_step.cuh): the state is
+// the same, so v1 and v2 steps may fold into one state in any order.
+#pragma once
+
+#include "attn_step.cuh"
+#include "gemm_tile_v2.cuh"
+
+namespace cuco_attn_v2 {
+
+using cuco_gemm::v2::make_desc;
+using cuco_gemm::v2::mbar_arrive;
+using cuco_gemm::v2::mbar_expect_tx;
+using cuco_gemm::v2::mbar_init;
+using cuco_gemm::v2::tma_2d;
+using cuco_gemm::v2::wgmma_commit;
+using cuco_gemm::v2::wgmma_fence;
+using cuco_gemm::v2::wgmma_wait;
+
+constexpr int kBM = 128;      // query rows a CTA (2 consumer warpgroups x 64)
+constexpr int kBN = 128;      // keys a block
+constexpr int kStages = 2;    // K/V blocks in flight
+constexpr int kThreads = 384; // the producer warpgroup + 2 consumer warpgroups
+constexpr int kBars = 1 + 3 * kStages;  // q_full, k_full[], v_full[], empty[]
+
+template <int D>
+struct Cfg {
+  static constexpr int kBoxes = D / 64;           // 64-column (128-byte) boxes a row
+  static constexpr int kQBytes = kBM * D * 2;
+  static constexpr int kKVBytes = kBN * D * 2;    // one K (or V) block
+  static constexpr int kSmem = kQBytes + kStages * 2 * kKVBytes + 1024;  // + alignment
+};
+
+// mbarrier wait: a plain spin, without gemm_tile_v2's 10 s trap.  Any trap
+// or call on the consumers' path makes ptxas allocate them at the launch's
+// 168 registers despite setmaxnreg (spills and serialised wgmma, C7512) or
+// fail (C7600).  A pipeline that never completes hangs until the caller's
+// deadline (cuco's step timeout, the GPU scripts' timeout).
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity) {
+  const unsigned addr = cuco_gemm::v2::smem_u32(bar);
+  unsigned done;
+  do {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// Keep the compiler from moving reads or writes of a register across the
+// asynchronous wgmma that owns it (the wait instructions name no registers).
+__device__ __forceinline__ void fence_reg(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void fence_reg(unsigned &r) { asm volatile("" : "+r"(r)::"memory"); }
+
+// S(64x128) += Q(64x16, smem, K-major) * K^T(16x128, smem, K-major: the keys' rows).
+__device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n"
+      "}\n"
+      :
+        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+// O(64x128) += P(64x16, registers) * V(16x128, smem, N-major: the keys' rows of D).
+__device__ __forceinline__ void wgmma_rs_n128(float (&d)[64], const unsigned (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n"
+      "}\n"
+      :
+        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+// O(64x64) += P(64x16, registers) * V(16x64, smem, N-major).
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const unsigned (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n"
+      "}\n"
+      :
+        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+
+template <int D>
+__device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const unsigned (&a)[4], uint64_t db) {
+  if constexpr (D == 128)
+    wgmma_rs_n128(o, a, db, 1);
+  else
+    wgmma_rs_n64(o, a, db, 1);
+}
+
+// One Q tile (kBM rows) of one query head against the step's whole KV range,
+// folded into the state.  TMQ, TMK, TMV: 2-D maps of q, k, v ({heads * D,
+// rows}, boxes of 64 columns x 128 rows, 128-byte swizzle); BARS: kBars
+// mbarriers in shared memory; SMEM_RAW: Cfg<D>::kSmem bytes.  Every thread
+// of the CTA (kThreads) calls it, once: the producer and the consumers return
+// without meeting again (a join would make ptxas allocate the consumers'
+// registers at the launch's 168 a thread, and spill).
+template <int D>
+__device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *tmK,
+                                     const CUtensorMap *tmV, const attn_step_args &a, int q_tile,
+                                     int head, unsigned char *smem_raw, uint64_t *bars) {
+  using C = Cfg<D>;
+  using cuco_attn::row_lim;
+  unsigned char *smem = reinterpret_cast<unsigned char *>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
+  unsigned char *sQ = smem;
+  auto sK = [&](int s) { return smem + C::kQBytes + s * 2 * C::kKVBytes; };
+  auto sV = [&](int s) { return smem + C::kQBytes + s * 2 * C::kKVBytes + C::kKVBytes; };
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int hq = a.shape.hq, hkv = a.shape.hkv;
+  const int kvh = head / (hq / hkv);
+  const int row0 = q_tile * kBM;
+  if (row0 >= a.q_rows) return;  // uniform over the CTA
+  const int rows = a.q_rows - row0 < kBM ? a.q_rows - row0 : kBM;
+  // Key blocks to visit: up to the largest key the tile's last row sees.
+  const int lim_last = row_lim(a, row0 + rows - 1);
+  if (lim_last < 0) return;  // uniform: the state is left alone
+  const int nblk = (lim_last + kBN) / kBN;
+  const int lim_first = row_lim(a, row0);  // blocks up to it need no mask
+  uint64_t *q_full = bars, *k_full = bars + 1, *v_full = bars + 1 + kStages,
+           *empty = bars + 1 + 2 * kStages;
+
+  if (tid == 0) {
+    mbar_init(q_full, 1);
+    for (int s = 0; s < kStages; s++) {
+      mbar_init(&k_full[s], 1);
+      mbar_init(&v_full[s], 1);
+      mbar_init(&empty[s], 8);  // one arrive a consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp < 4) {
+    // ---- producer: Q once, then K and V of every block (K first: S needs
+    // only K, and P V comes a softmax later).
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (tid == 0) {
+      mbar_expect_tx(q_full, C::kQBytes);
+      for (int b = 0; b < C::kBoxes; b++)
+        tma_2d(sQ + b * kBM * 128, tmQ, head * D + b * 64, row0, q_full);
+      for (int blk = 0; blk < nblk; blk++) {
+        const int s = blk % kStages;
+        mbar_wait(&empty[s], ((blk / kStages) & 1) ^ 1);
+        mbar_expect_tx(&k_full[s], C::kKVBytes);
+        for (int b = 0; b < C::kBoxes; b++)
+          tma_2d(sK(s) + b * kBN * 128, tmK, kvh * D + b * 64, blk * kBN, &k_full[s]);
+        mbar_expect_tx(&v_full[s], C::kKVBytes);
+        for (int b = 0; b < C::kBoxes; b++)
+          tma_2d(sV(s) + b * kBN * 128, tmV, kvh * D + b * 64, blk * kBN, &v_full[s]);
+      }
+    }
+    return;  // no join with the consumers: ptxas keeps their 240 registers
+  }
+  {
+    // ---- consumers: warpgroup wg owns rows wg*64 .. +63; warp wq of it rows
+    // 16*wq + g and 16*wq + g + 8 (g = lane / 4), as wgmma's accumulator.
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+    const int wg = (warp >> 2) - 1, wq = warp & 3, g = lane >> 2, t4 = lane & 3;
+    int lim[2];
+    bool live[2];
+    float m_run[2], l_run[2];
+    long long srow[2];
+    float o[D / 2];  // o[4j + 2r + c]: row r's column 8j + 2*t4 + c
+    const long long srows = a.state.rows;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const int qi = row0 + wg * 64 + wq * 16 + g + r * 8;
+      lim[r] = row_lim(a, qi);
+      live[r] = qi < a.q_rows && lim[r] >= 0;
+      srow[r] = (long long)a.state_row0 + qi;
+      m_run[r] = -INFINITY;
+      l_run[r] = 0.f;
+      if (live[r]) m_run[r] = a.state.m[(long long)head * srows + srow[r]];
+      // As v1: a row that has seen nothing starts from l = 0, acc = 0 without
+      // reading them; the quad's sum is kept by lane t4 == 0.
+      const bool has = m_run[r] != -INFINITY;
+      if (has && t4 == 0) l_run[r] = a.state.l[(long long)head * srows + srow[r]];
+      const float *pa = a.state.acc + (srow[r] * hq + head) * D + t4 * 2;
+#pragma unroll
+      for (int j = 0; j < D / 8; j++) {
+        float2 v = make_float2(0.f, 0.f);
+        if (has) v = *reinterpret_cast<const float2 *>(pa + j * 8);
+        o[4 * j + 2 * r] = v.x;
+        o[4 * j + 2 * r + 1] = v.y;
+      }
+    }
+    const float scale = a.shape.scale > 0.f ? a.shape.scale : 1.f / sqrtf((float)D);
+    const float sl2 = scale * cuco_attn::kLog2e;
+    const unsigned char *sQw = sQ + wg * 64 * 128;
+
+    float s[kBN / 2];        // S of the block in flight, then its exponentials
+    unsigned p[kBN / 16][4];  // P (bf16) of the previous block: the A operand of P V
+    float alpha[2];
+
+    auto issue_qk = [&](int st) {
+      wgmma_fence();
+#pragma unroll
+      for (int b = 0; b < C::kBoxes; b++)
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+          wgmma_ss_n128(s, make_desc(sQw + b * kBM * 128 + kk * 32, 16, 1024),
+                        make_desc(sK(st) + b * kBN * 128 + kk * 32, 16, 1024), (b | kk) != 0);
+      wgmma_commit();
+    };
+    auto issue_pv = [&](int st) {
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBN / 16; kk++)
+        wgmma_pv<D>(o, p[kk], make_desc(sV(st) + kk * 16 * 128, kBN * 128, 1024));
+      wgmma_commit();
+    };
+    // Mask, running max, exponentials in place, running sum; alpha = the
+    // factor that rescales the rows' earlier accumulator.
+    auto softmax = [&](int blk) {
+#pragma unroll
+      for (int i = 0; i < kBN / 2; i++) fence_reg(s[i]);
+      const int k0 = blk * kBN;
+      if (k0 + kBN - 1 > lim_first) {
+#pragma unroll
+        for (int j = 0; j < kBN / 8; j++)
+#pragma unroll
+          for (int e = 0; e < 4; e++)
+            if (k0 + j * 8 + t4 * 2 + (e & 1) > lim[e >> 1]) s[4 * j + e] = -INFINITY;
+      }
+      float mu[2];
+#pragma unroll
+      for (int r = 0; r < 2; r++) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < kBN / 8; j++) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m_run[r], mx * sl2);
+        alpha[r] = m_new == m_run[r] ? 1.f : cuco_attn::ex2(m_run[r] - m_new);
+        mu[r] = m_new == -INFINITY ? 0.f : m_new;
+        m_run[r] = m_new;
+      }
+      float rs[2] = {0.f, 0.f};
+#pragma unroll
+      for (int j = 0; j < kBN / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const float x = cuco_attn::ex2(fmaf(s[4 * j + e], sl2, -mu[e >> 1]));
+          s[4 * j + e] = x;
+          rs[e >> 1] += x;
+        }
+#pragma unroll
+      for (int r = 0; r < 2; r++) l_run[r] = l_run[r] * alpha[r] + rs[r];
+    };
+    // After the previous P V completed: rescale O, and S's exponentials
+    // become the next P.
+    auto rescale_and_pack = [&]() {
+#pragma unroll
+      for (int i = 0; i < D / 2; i++) {
+        fence_reg(o[i]);
+        o[i] *= alpha[(i >> 1) & 1];
+      }
+#pragma unroll
+      for (int kk = 0; kk < kBN / 16; kk++)
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+          fence_reg(p[kk][q]);
+          p[kk][q] = cuco_attn::pack_bf16(s[8 * kk + 2 * q], s[8 * kk + 2 * q + 1]);
+        }
+    };
+
+    mbar_wait(q_full, 0);
+    mbar_wait(&k_full[0], 0);
+    issue_qk(0);
+    wgmma_wait<0>();
+    softmax(0);
+    rescale_and_pack();
+    for (int blk = 1; blk < nblk; blk++) {
+      const int st = blk % kStages, pst = (blk - 1) % kStages;
+      mbar_wait(&k_full[st], (blk / kStages) & 1);
+      issue_qk(st);
+      mbar_wait(&v_full[pst], ((blk - 1) / kStages) & 1);
+      issue_pv(pst);
+      wgmma_wait<1>();  // S of block blk (groups complete in order)
+      softmax(blk);
+      wgmma_wait<0>();  // P V of block blk - 1: its stage goes back
+      if (lane == 0) mbar_arrive(&empty[pst]);
+      rescale_and_pack();
+    }
+    const int last = nblk - 1, lst = last % kStages;
+    mbar_wait(&v_full[lst], (last / kStages) & 1);
+    issue_pv(lst);
+    wgmma_wait<0>();
+    if (lane == 0) mbar_arrive(&empty[lst]);
+#pragma unroll
+    for (int i = 0; i < D / 2; i++) fence_reg(o[i]);
+
+    // Write the state back (live rows only), as v1.
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      float l = l_run[r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      if (!live[r]) continue;
+      if (t4 == 0) {
+        a.state.m[(long long)head * srows + srow[r]] = m_run[r];
+        a.state.l[(long long)head * srows + srow[r]] = l;
+      }
+      float *pa = a.state.acc + (srow[r] * hq + head) * D + t4 * 2;
+#pragma unroll
+      for (int j = 0; j < D / 8; j++)
+        *reinterpret_cast<float2 *>(pa + j * 8) = make_float2(o[4 * j + 2 * r], o[4 * j + 2 * r + 1]);
+    }
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    step_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+                const __grid_constant__ CUtensorMap tmV, attn_step_args a) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char attn_v2_smem[];
+  __shared__ __align__(8) uint64_t bars[kBars];
+  // x: head (heads that share a KV head side by side, sharing K/V in L2);
+  // y: Q tile, the longest (last under a causal mask) first.
+  tile<D>(&tmQ, &tmK, &tmV, a, gridDim.y - 1 - blockIdx.y, blockIdx.x, attn_v2_smem, bars);
+#else
+  __trap();  // built without sm_90a: see the header comment
+#endif
+}
+
+// 2-D map of a token-major [rows][heads][D] bf16 tensor: {heads * D, rows},
+// boxes of 64 columns x box_rows rows.
+inline cudaError_t make_rows_map(CUtensorMap *m, const void *base, int heads, int d, int rows,
+                                 int box_rows) {
+  cuuint64_t dims[2] = {(cuuint64_t)heads * d, (cuuint64_t)(rows > 0 ? rows : 1)};
+  cuuint64_t strides[1] = {(cuuint64_t)heads * d * 2};
+  cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
+  return cuco_gemm::detail::make_map(m, base, 2, dims, strides, box);
+}
+
+}  // namespace cuco_attn_v2
+
+inline size_t attn_step_v2_smem_bytes(int d) {
+  if (d == 128) return cuco_attn_v2::Cfg<128>::kSmem;
+  if (d == 64) return cuco_attn_v2::Cfg<64>::kSmem;
+  return 0;
+}
+
+inline cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream) {
+  using namespace cuco_attn_v2;
+  cudaError_t e = attn_step_check(a);
+  if (e != cudaSuccess) return e;
+  const int tiles = (a->q_rows + kBM - 1) / kBM;
+  if (a->q_rows <= 0 || a->kv_rows == 0) return cudaSuccess;  // nothing to fold
+  const attn_shape &s = a->shape;
+  CUtensorMap mq, mk, mv;
+  if ((e = make_rows_map(&mq, a->q, s.hq, s.d, a->q_rows, kBM)) != cudaSuccess ||
+      (e = make_rows_map(&mk, a->k, s.hkv, s.d, a->kv_rows, kBN)) != cudaSuccess ||
+      (e = make_rows_map(&mv, a->v, s.hkv, s.d, a->kv_rows, kBN)) != cudaSuccess)
+    return e;
+  const size_t smem = attn_step_v2_smem_bytes(s.d);
+  auto kernel = s.d == 128 ? step_kernel<128> : step_kernel<64>;
+  static bool attr_set[2][64];  // once per device and d, as attn_step
+  int dev = 0;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+  bool *done = dev < 64 ? &attr_set[s.d == 128][dev] : nullptr;
+  if (!done || !*done) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return e;
+    if (done) *done = true;
+  }
+  dim3 grid((unsigned)s.hq, (unsigned)tiles);
+  kernel<<<grid, kThreads, smem, stream>>>(mq, mk, mv, *a);
+  return cudaGetLastError();
+}
