@@ -42,7 +42,19 @@ using cuco_gemm::v2::wgmma_wait;
 
 constexpr int kBM = 128;      // query rows a CTA (2 consumer warpgroups x 64)
 constexpr int kBN = 128;      // keys a block
-constexpr int kStages = 2;    // K/V blocks in flight
+// Overridable for tests/gpu/attn_v2.sh's A/B builds.
+#ifndef ATTN_V2_STAGES
+#define ATTN_V2_STAGES 2
+#endif
+#ifndef ATTN_V2_PINGPONG
+#define ATTN_V2_PINGPONG 1
+#endif
+constexpr int kStages = ATTN_V2_STAGES;  // K/V blocks in flight
+constexpr bool kPingPong = ATTN_V2_PINGPONG;  // warpgroups take turns at the GEMMs
+#ifndef ATTN_V2_LAZY_RESCALE
+#define ATTN_V2_LAZY_RESCALE 1
+#endif
+constexpr bool kLazyRescale = ATTN_V2_LAZY_RESCALE;  // skip O *= 1
 constexpr int kThreads = 384; // the producer warpgroup + 2 consumer warpgroups
 constexpr int kBars = 1 + 3 * kStages;  // q_full, k_full[], v_full[], empty[]
 
@@ -312,9 +324,11 @@ __device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *
     // become the next P.
     auto rescale_and_pack = [&]() {
 #pragma unroll
-      for (int i = 0; i < D / 2; i++) {
-        fence_reg(o[i]);
-        o[i] *= alpha[(i >> 1) & 1];
+      for (int i = 0; i < D / 2; i++) fence_reg(o[i]);
+      // Once the running max settles most blocks leave it alone (alpha 1).
+      if (!kLazyRescale || alpha[0] != 1.f || alpha[1] != 1.f) {
+#pragma unroll
+        for (int i = 0; i < D / 2; i++) o[i] *= alpha[(i >> 1) & 1];
       }
 #pragma unroll
       for (int kk = 0; kk < kBN / 16; kk++)
@@ -325,18 +339,35 @@ __device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *
         }
     };
 
+    // Ping-pong (kPingPong): the two warpgroups take turns at issuing their
+    // GEMMs (named barriers 2 + wg), so one's softmax runs while the other's
+    // GEMMs hold the tensor cores.  Each has nblk + 1 turns; warpgroup 1
+    // opens warpgroup 0's first and does not open a turn after its last, so
+    // every barrier phase gets exactly 128 + 128 threads.
+    auto turn_begin = [&]() {
+      if (kPingPong) asm volatile("bar.sync %0, 256;" ::"r"(2 + wg) : "memory");
+    };
+    auto turn_end = [&](bool last) {
+      if (kPingPong && !(wg == 1 && last))
+        asm volatile("bar.arrive %0, 256;" ::"r"(2 + (wg ^ 1)) : "memory");
+    };
+    if (kPingPong && wg == 1) asm volatile("bar.arrive 2, 256;" ::: "memory");
     mbar_wait(q_full, 0);
     mbar_wait(&k_full[0], 0);
+    turn_begin();
     issue_qk(0);
+    turn_end(false);
     wgmma_wait<0>();
     softmax(0);
     rescale_and_pack();
     for (int blk = 1; blk < nblk; blk++) {
       const int st = blk % kStages, pst = (blk - 1) % kStages;
       mbar_wait(&k_full[st], (blk / kStages) & 1);
-      issue_qk(st);
       mbar_wait(&v_full[pst], ((blk - 1) / kStages) & 1);
+      turn_begin();
+      issue_qk(st);
       issue_pv(pst);
+      turn_end(false);
       wgmma_wait<1>();  // S of block blk (groups complete in order)
       softmax(blk);
       wgmma_wait<0>();  // P V of block blk - 1: its stage goes back
@@ -345,7 +376,9 @@ __device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *
     }
     const int last = nblk - 1, lst = last % kStages;
     mbar_wait(&v_full[lst], (last / kStages) & 1);
+    turn_begin();
     issue_pv(lst);
+    turn_end(true);
     wgmma_wait<0>();
     if (lane == 0) mbar_arrive(&empty[lst]);
 #pragma unroll

@@ -6,6 +6,9 @@
 #   OUT=/some/dir bash tests/gpu/attn_v2.sh
 #   SIZES (8192,16384,32768), REPS (10), HKV (8,32: GQA and MHA), MASKS
 #   (causal,none), V1=0 skips v1's bench, SAN=0 the sanitizer.
+#   VARIANTS: "NAME:-DX=1 -DY=2;NAME2:..." extra v2 builds (A/B of the
+#   ATTN_V2_* switches), each checked (--small) and benched at SIZES, GQA,
+#   MASKS: VNAME/ beside v2/, rows "v2-NAME" in summary.txt.
 # 1. build bench/attn_step_bench.cu twice for sm_90a: -DATTN_BENCH_V2 (every
 #    check and the bench call attn_step_v2) and v1; ptxas -v in build.log;
 # 2. v2's correctness checks against fp64 (the same suite as v1's, less the
@@ -37,8 +40,18 @@ t0=$(date +%s)
 p2=$!
 "$NVCC" "${ARCH[@]}" "$ROOT/bench/attn_step_bench.cu" -o "$WORK/v1" >"$OUT/build-v1.log" 2>&1 &
 p1=$!
+vpids=()
+IFS=';' read -r -a VLIST <<<"${VARIANTS:-}"
+for v in "${VLIST[@]}"; do
+  [ -n "$v" ] || continue
+  # shellcheck disable=SC2086  # the defines are words
+  "$NVCC" "${ARCH[@]}" -DATTN_BENCH_V2 ${v#*:} "$ROOT/bench/attn_step_bench.cu" -o "$WORK/v-${v%%:*}" \
+    >"$OUT/build-${v%%:*}.log" 2>&1 &
+  vpids+=($!)
+done
 wait $p2; rc=$?
 wait $p1; rc1=$?
+for p in "${vpids[@]}"; do wait "$p"; done
 gpu_step "build v2 ($(($(date +%s) - t0)) s)" $rc
 gpu_step "build v1" $rc1
 grep -A3 "cuco_attn_v2" "$OUT/build.log" | grep -E "spill|Used|C7" | tee -a "$SUM"
@@ -63,6 +76,18 @@ if [ "${V1:-1}" != 0 ] && [ $rc1 -eq 0 ]; then
   gpu_step "v1 bench ($(($(date +%s) - t0)) s)" $?
   grep -E '^BENCH' "$OUT/v1/bench.log" | tee -a "$SUM"
 fi
+for v in "${VLIST[@]}"; do
+  n=${v%%:*}
+  [ -n "$v" ] && [ -x "$WORK/v-$n" ] || { [ -n "$v" ] && gpu_step "variant $n build" 1; continue; }
+  mkdir -p "$OUT/v-$n"
+  grep -A3 "cuco_attn_v2" "$OUT/build-$n.log" | grep -E "spill|C7" | sed "s/^/$n: /" | tee -a "$SUM"
+  timeout 60 "$WORK/v-$n" --mode test --small --out "$OUT/v-$n" >"$OUT/v-$n/test.log" 2>&1
+  gpu_step "variant $n checks (small)" $?
+  timeout 120 "$WORK/v-$n" --mode bench --sizes "$SIZES" --reps "$REPS" --hkv 8 --mask "$MASKS" \
+    --out "$OUT/v-$n" >"$OUT/v-$n/bench.log" 2>&1
+  gpu_step "variant $n bench" $?
+  grep -E '^BENCH' "$OUT/v-$n/bench.log" | sed "s/^BENCH attn_step_v2/BENCH v2-$n/" | tee -a "$SUM"
+done
 t0=$(date +%s)
 timeout 200 python3 "$ROOT/tests/gpu/attn_step_sdpa.py" "$SIZES" "$REPS" "$MASKS" >"$OUT/sdpa.json" \
   2>"$OUT/sdpa.err"
