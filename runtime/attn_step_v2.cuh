@@ -20,6 +20,9 @@
 // the arguments with attn_step_check, so what v1 refuses v2 refuses.
 //
 //   cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream);
+//   bool attn_step_v2_available();   // this device and this build run it
+//   cudaError_t attn_step_best(const attn_step_args *a, cudaStream_t stream);
+//                                    // v2 where available, else attn_step
 //   size_t attn_step_v2_smem_bytes(int d);
 //
 // attn_state_init / merge / finalize are v1's (attn_step.cuh): the state is
@@ -44,7 +47,7 @@ constexpr int kBM = 128;      // query rows a CTA (2 consumer warpgroups x 64)
 constexpr int kBN = 128;      // keys a block
 // Overridable for tests/gpu/attn_v2.sh's A/B builds.
 #ifndef ATTN_V2_STAGES
-#define ATTN_V2_STAGES 2
+#define ATTN_V2_STAGES 3
 #endif
 #ifndef ATTN_V2_PINGPONG
 #define ATTN_V2_PINGPONG 1
@@ -436,6 +439,9 @@ inline size_t attn_step_v2_smem_bytes(int d) {
   return 0;
 }
 
+// The host calls are templates (the parameter is unused) so that a unit that
+// includes this header without calling them does not compile the kernels.
+template <int kUnused = 0>
 inline cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream) {
   using namespace cuco_attn_v2;
   cudaError_t e = attn_step_check(a);
@@ -462,4 +468,37 @@ inline cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream) {
   dim3 grid((unsigned)s.hq, (unsigned)tiles);
   kernel<<<grid, kThreads, smem, stream>>>(mq, mk, mv, *a);
   return cudaGetLastError();
+}
+
+// Whether attn_step_v2 runs on the current device: compute capability 9.0
+// and this program built with its sm_90a body.  Built for another target the
+// kernel is a trap without the barriers' static shared memory, which is how
+// the build is told apart on the host (nvcc's host pass does not know
+// whether it was sm_90a).  Once per device; launches nothing.
+template <int kUnused = 0>
+inline bool attn_step_v2_available() {
+  static signed char known[64];  // 0 unknown, 1 yes, -1 no
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (dev < 64 && known[dev]) return known[dev] > 0;
+  int major = 0, minor = 0;
+  bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+            major == 9 && minor == 0;
+  if (ok) {
+    cudaFuncAttributes fa;
+    ok = cudaFuncGetAttributes(&fa, cuco_attn_v2::step_kernel<128>) == cudaSuccess &&
+         fa.sharedSizeBytes >= sizeof(uint64_t) * cuco_attn_v2::kBars;
+    if (!ok) (void)cudaGetLastError();  // no image for this device: not sticky
+  }
+  if (dev < 64) known[dev] = ok ? 1 : -1;
+  return ok;
+}
+
+// The step on the best implementation at hand: v2 where it runs, else v1's
+// attn_step.  Same contract, same state; results differ from v1's in the
+// last bits (another summation order).
+template <int kUnused = 0>
+inline cudaError_t attn_step_best(const attn_step_args *a, cudaStream_t stream) {
+  return attn_step_v2_available() ? attn_step_v2(a, stream) : attn_step(a, stream);
 }

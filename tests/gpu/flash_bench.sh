@@ -8,7 +8,7 @@
 # at short,mid took over 200 s on one H200 (four implementations, each
 # verified with --perturb, then benched), so ALL_T defaults to 400.
 #   OUT=dir bash tests/gpu/run-all.sh tests/gpu/flash_bench.sh:580
-#   SIZES=short,mid CHEATS=0 (skip the R = 1 cheats) CHEATS2=0
+#   SIZES=short,mid CHEATS=0 (skip the R = 1 cheats) CHEATS2=0 VRANKS="2 4"
 # $OUT: flash-impl_all.json, sdpa.json, flash.txt, flash.log
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,4 +38,12 @@ if [ "${CHEATS2:-1}" = 1 ]; then
     "$OUT/cheats-v2.log" | tail -1)" >>"$T"
   grep -E '^  (verify|done|bench|static|build) ' "$OUT/cheats-v2.log" >>"$T"
 fi
+# VRANKS: the seed at --vranks N (verify only; a protocol test, never a
+# performance number), e.g. VRANKS="2 4"
+for n in ${VRANKS:-}; do
+  s=$(date +%s)
+  timeout "${VRANKS_T:-120}" ./cuco eval workloads/flash_attn_cp --vranks "$n" --no-bench \
+    >"$OUT/vranks$n.log" 2>&1
+  echo "seed --vranks $n: exit $? after $(($(date +%s) - s)) s: $(tail -1 "$OUT/vranks$n.log")" >>"$T"
+done
 cat "$T"

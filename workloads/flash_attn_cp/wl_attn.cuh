@@ -1,7 +1,8 @@
 // workloads/flash_attn_cp/wl_attn.cuh - the shared, FROZEN host glue of
 // flash_attn_cp: problem parameters, the rank's buffers, and the math
 // calls (runtime/attn_step.cuh, the frozen attention step) that fold one
-// visiting KV shard into the rank's fp32 softmax state.  Baselines, the seed
+// visiting KV shard into the rank's fp32 softmax state (attn_step_best: the
+// step v2, wgmma + TMA, where the build and the GPU run it, else v1).  Baselines, the seed
 // and candidates call these, so a candidate changes scheduling and
 // communication, never the math.  The plan itself (chunks, pairs, needles)
 // is in wl_attn_plan.h.
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "attn_step.cuh"
+#include "attn_step_v2.cuh"
 #include "rt.cuh"
 #include "wl_attn_plan.h"
 
@@ -109,7 +111,7 @@ static inline int wa_fold(struct wl_ctx *ctx, const struct wa_shape *s, int src,
       a.mask = pr[i].mask == WA_MASK_CAUSAL ? ATTN_MASK_CAUSAL : ATTN_MASK_NONE;
       a.state = st;
       a.state_row0 = (int)(b * rows_me + qoff);
-      RT_CUDA(ctx, attn_step(&a, stream));
+      RT_CUDA(ctx, attn_step_best(&a, stream));  // v2 on an sm_90a build
     }
   return 0;
 }
