@@ -195,6 +195,41 @@ static cudaError_t step(const Seq &s, State &st, int q0, int nq, int k0, int nk,
   return BENCH_STEP(&a, 0);
 }
 
+#ifdef ATTN_BENCH_V2
+// attn_fwd_v2 (init + step + finalize in one kernel, no state) over query
+// rows [q0, q0+nq) and keys [k0, k0+nk), into NaN-filled O and LSE.
+static Out fused(const Seq &s, int q0, int nq, int k0, int nk, attn_mask mask, float scale = 0.f) {
+  Out r;
+  size_t n = (size_t)nq * s.hq;
+  __nv_bfloat16 *o;
+  float *lse;
+  CK(cudaMalloc(&o, std::max<size_t>(1, n * s.d) * 2));
+  CK(cudaMalloc(&lse, std::max<size_t>(1, n) * 4));
+  CK(cudaMemset(o, 0xff, std::max<size_t>(1, n * s.d) * 2));
+  CK(cudaMemset(lse, 0xff, std::max<size_t>(1, n) * 4));
+  attn_step_args a{};
+  a.shape = {s.hq, s.hkv, s.d, scale};
+  a.q = s.dq + (size_t)q0 * s.hq * s.d;
+  a.q_rows = nq;
+  a.q_pos0 = q0;
+  a.k = s.dk() + (size_t)k0 * s.hkv * s.d;
+  a.v = s.dv() + (size_t)k0 * s.hkv * s.d;
+  a.kv_rows = nk;
+  a.kv_pos0 = k0;
+  a.mask = mask;
+  a.state.rows = nq;  // the outputs' layout; no state buffers
+  CK(attn_fwd_v2(&a, o, lse, 0));
+  CK(cudaDeviceSynchronize());
+  r.o.resize(n * s.d);
+  r.lse.resize(n);
+  CK(cudaMemcpy(r.o.data(), o, n * s.d * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(r.lse.data(), lse, n * 4, cudaMemcpyDeviceToHost));
+  CK(cudaFree(o));
+  CK(cudaFree(lse));
+  return r;
+}
+#endif
+
 // ---------------------------------------------------------------------------
 // Checking.
 
@@ -324,8 +359,34 @@ static Out test_single(const Seq &s, attn_mask mask, float scale, const char *ta
   shape_str(sh, sizeof sh, s, tag);
   record_err(mask == ATTN_MASK_CAUSAL ? "single_causal" : "single_nomask", sh, e);
   free_state(st);
+#ifdef ATTN_BENCH_V2
+  // The fused call: against fp64, and bit for bit the state path's O and LSE
+  // (the same fp32 sums, scaled by the same 1/l).
+  Out f = fused(s, 0, s.S, 0, s.S, mask, scale);
+  record_err(mask == ATTN_MASK_CAUSAL ? "fused_causal" : "fused_nomask", sh,
+             check_vs_ref(s, f, iota_pos(s.S), mask == ATTN_MASK_CAUSAL, sc));
+  bool same = f.o == out.o && memcmp(f.lse.data(), out.lse.data(), f.lse.size() * 4) == 0;
+  record("fused_bitwise_state_path", sh, same,
+         same ? "attn_fwd_v2 == step + finalize" : "fused O/LSE differ from step + finalize");
+#endif
   return out;
 }
+
+#ifdef ATTN_BENCH_V2
+// Fused rows that see no key: O = 0 and LSE = -inf (finalize's rules), as a
+// step that leaves the state alone and then attn_finalize would give.
+static void test_fused_unseen(const Seq &s) {
+  char sh[96];
+  shape_str(sh, sizeof sh, s);
+  const int nq = s.S / 2, k0 = s.S / 2;  // Q [0, S/2) before every key [S/2, S)
+  Out f = fused(s, 0, nq, k0, s.S - k0, ATTN_MASK_CAUSAL);
+  long long bad = 0;
+  for (uint16_t x : f.o) bad += x != 0;  // +0.0 in bf16
+  for (float x : f.lse) bad += !(std::isinf(x) && x < 0);
+  record("fused_unseen_rows", sh, bad == 0,
+         bad ? "rows that see no key are not O = 0, LSE = -inf" : "O = 0, LSE = -inf");
+}
+#endif
 
 // The KV range folded in chunks (boundaries `cuts`, increasing, inside (0,S))
 // must match one call; so must two partial states merged (both orders).
@@ -557,6 +618,9 @@ static int run_tests(bool small) {
       test_device_entry(s);
 #endif
       test_fresh_rows(s);
+#ifdef ATTN_BENCH_V2
+      test_fused_unseen(s);
+#endif
     }
     free_seq(s);
   }
@@ -619,7 +683,26 @@ static void run_bench(const std::vector<int> &sizes, int reps, int hkv, attn_mas
       CK(cudaEventElapsedTime(&ms, e0, e1));
       if (it >= 3) t_full.push_back(ms);
     }
-    // Verify the last timed output on sampled rows of three heads.
+    std::vector<double> t_fused;
+#ifdef ATTN_BENCH_V2
+    {  // attn_fwd_v2: the same O and LSE without the state
+      attn_step_args a{};
+      a.shape = {s.hq, s.hkv, s.d, 0.f};
+      a.q = s.dq, a.q_rows = S, a.k = s.dk(), a.v = s.dv(), a.kv_rows = S, a.mask = mask;
+      a.state.rows = S;
+      for (int it = 0; it < reps + 3; it++) {
+        CK(cudaEventRecord(e0));
+        CK(attn_fwd_v2(&a, o, lse, 0));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (it >= 3) t_fused.push_back(ms);
+      }
+    }
+#endif
+    // Verify the last timed output (fused when timed, else init + step +
+    // finalize) on sampled rows of three heads.
     Out out;
     out.o.resize((size_t)S * hq * d);
     out.lse.resize((size_t)S * hq);
@@ -633,20 +716,25 @@ static void run_bench(const std::vector<int> &sizes, int reps, int hkv, attn_mas
     bool ok = err_ok(e);
     if (!ok) g_failures++;
     double flop = (causal ? 2.0 : 4.0) * S * (double)S * hq * d;
-    double ms_step = median(t_step), ms_full = median(t_full);
+    double ms_step = median(t_step), ms_full = median(t_full), ms_fused = median(t_fused);
     printf("BENCH " BENCH_IMPL " (d=128 min blocks/SM %d) %s S=%d hq=%d hkv=%d d=%d: step %.3f ms (%.1f TFLOP/s), "
+           "fused %.3f ms (%.1f TFLOP/s), "
            "init+step+finalize %.3f ms (%.1f TFLOP/s), verify %s (rel_l2 %.3g, max_dlse %.3g)\n",
-           ATTN_STEP_MIN_BLOCKS_D128, causal ? "causal" : "full", S, hq, hkv, d, ms_step, flop / ms_step * 1e-9, ms_full, flop / ms_full * 1e-9,
-           ok ? "ok" : "FAILED", e.rel_l2, e.worst_lse);
+           ATTN_STEP_MIN_BLOCKS_D128, causal ? "causal" : "full", S, hq, hkv, d, ms_step,
+           flop / ms_step * 1e-9, ms_fused, ms_fused > 0 ? flop / ms_fused * 1e-9 : 0.0, ms_full,
+           flop / ms_full * 1e-9, ok ? "ok" : "FAILED", e.rel_l2, e.worst_lse);
     fflush(stdout);
     fprintf(g_json,
             "%s\n  {\"impl\": \"" BENCH_IMPL "\", \"min_blocks_d128\": %d, \"S\": %d, \"hq\": %d, \"hkv\": %d, \"d\": %d, "
             "\"causal\": %s, \"flop\": %.6g, \"reps\": %d, \"step_median_ms\": %.5f, "
             "\"step_tflops\": %.2f, \"full_median_ms\": %.5f, \"full_tflops\": %.2f, "
+            "\"fused_median_ms\": %.5f, \"fused_tflops\": %.2f, \"verified_output\": \"%s\", "
             "\"verified\": %s, \"verify_rows\": %lld, \"verify_rel_l2\": %.4g, "
             "\"verify_max_dlse\": %.4g}",
-            first ? "" : ",", ATTN_STEP_MIN_BLOCKS_D128, S, hq, hkv, d, causal ? "true" : "false", flop, reps, ms_step, flop / ms_step * 1e-9, ms_full,
-            flop / ms_full * 1e-9, ok ? "true" : "false", e.rows, e.rel_l2, e.worst_lse);
+            first ? "" : ",", ATTN_STEP_MIN_BLOCKS_D128, S, hq, hkv, d, causal ? "true" : "false",
+            flop, reps, ms_step, flop / ms_step * 1e-9, ms_full, flop / ms_full * 1e-9, ms_fused,
+            ms_fused > 0 ? flop / ms_fused * 1e-9 : 0.0, t_fused.empty() ? "full" : "fused",
+            ok ? "true" : "false", e.rows, e.rel_l2, e.worst_lse);
     fflush(g_json);
     first = false;
     CK(cudaEventDestroy(e0));

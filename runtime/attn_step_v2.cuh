@@ -23,6 +23,9 @@
 //   bool attn_step_v2_available();   // this device and this build run it
 //   cudaError_t attn_step_best(const attn_step_args *a, cudaStream_t stream);
 //                                    // v2 where available, else attn_step
+//   cudaError_t attn_fwd_v2(const attn_step_args *a, __nv_bfloat16 *o,
+//                           float *lse, cudaStream_t stream);
+//                                    // init + step + finalize, no state
 //   size_t attn_step_v2_smem_bytes(int d);
 //
 // attn_state_init / merge / finalize are v1's (attn_step.cuh): the state is
@@ -170,10 +173,15 @@ __device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const unsigned (&a)[
 // of the CTA (kThreads) calls it, once: the producer and the consumers return
 // without meeting again (a join would make ptxas allocate the consumers'
 // registers at the launch's 168 a thread, and spill).
-template <int D>
+// FUSED (attn_fwd_v2): the state is neither read nor written; the tile's
+// rows start from nothing and end as O = acc / l (bf16) and LSE, at the
+// state's row places (O row state_row0 + i; LSE [h][state_row0 + i], h's
+// rows state.rows apart), as init + step + attn_finalize would leave them.
+template <int D, bool kFused>
 __device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *tmK,
                                      const CUtensorMap *tmV, const attn_step_args &a, int q_tile,
-                                     int head, unsigned char *smem_raw, uint64_t *bars) {
+                                     int head, unsigned char *smem_raw, uint64_t *bars,
+                                     __nv_bfloat16 *out_o, float *out_lse) {
   using C = Cfg<D>;
   using cuco_attn::row_lim;
   unsigned char *smem = reinterpret_cast<unsigned char *>(
@@ -189,7 +197,15 @@ __device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *
   const int rows = a.q_rows - row0 < kBM ? a.q_rows - row0 : kBM;
   // Key blocks to visit: up to the largest key the tile's last row sees.
   const int lim_last = row_lim(a, row0 + rows - 1);
-  if (lim_last < 0) return;  // uniform: the state is left alone
+  if (lim_last < 0) {  // uniform: the state is left alone; fused, O = 0, LSE = -inf
+    if (kFused)
+      for (int i = tid; i < rows * D; i += kThreads) {
+        const long long srow = (long long)a.state_row0 + row0 + i / D;
+        out_o[(srow * hq + head) * D + i % D] = __float2bfloat16_rn(0.f);
+        if (i % D == 0) out_lse[(long long)head * a.state.rows + srow] = -INFINITY;
+      }
+    return;
+  }
   const int nblk = (lim_last + kBN) / kBN;
   const int lim_first = row_lim(a, row0);  // blocks up to it need no mask
   uint64_t *q_full = bars, *k_full = bars + 1, *v_full = bars + 1 + kStages,
@@ -246,7 +262,7 @@ __device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *
       srow[r] = (long long)a.state_row0 + qi;
       m_run[r] = -INFINITY;
       l_run[r] = 0.f;
-      if (live[r]) m_run[r] = a.state.m[(long long)head * srows + srow[r]];
+      if (live[r] && !kFused) m_run[r] = a.state.m[(long long)head * srows + srow[r]];
       // As v1: a row that has seen nothing starts from l = 0, acc = 0 without
       // reading them; the quad's sum is kept by lane t4 == 0.
       const bool has = m_run[r] != -INFINITY;
@@ -387,12 +403,27 @@ __device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *
 #pragma unroll
     for (int i = 0; i < D / 2; i++) fence_reg(o[i]);
 
-    // Write the state back (live rows only), as v1.
+    // Write the state back (live rows only), as v1; fused, O and LSE of
+    // every row of the step (finalize_row's rules: nothing seen, O = 0).
 #pragma unroll
     for (int r = 0; r < 2; r++) {
       float l = l_run[r];
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
+      if (kFused) {
+        if (row0 + wg * 64 + wq * 16 + g + r * 8 >= a.q_rows) continue;
+        const bool seen = live[r] && m_run[r] != -INFINITY && l > 0.f;
+        const float inv = seen ? 1.f / l : 0.f;
+        __nv_bfloat16 *po = out_o + (srow[r] * hq + head) * D + t4 * 2;
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+          *reinterpret_cast<__nv_bfloat162 *>(po + j * 8) =
+              __floats2bfloat162_rn(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+        if (t4 == 0)
+          out_lse[(long long)head * srows + srow[r]] =
+              seen ? (m_run[r] + log2f(l)) * cuco_attn::kLn2 : -INFINITY;
+        continue;
+      }
       if (!live[r]) continue;
       if (t4 == 0) {
         a.state.m[(long long)head * srows + srow[r]] = m_run[r];
@@ -406,16 +437,18 @@ __device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *
   }
 }
 
-template <int D>
+template <int D, bool kFused>
 __global__ void __launch_bounds__(kThreads, 1)
     step_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
-                const __grid_constant__ CUtensorMap tmV, attn_step_args a) {
+                const __grid_constant__ CUtensorMap tmV, attn_step_args a, __nv_bfloat16 *out_o,
+                float *out_lse) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char attn_v2_smem[];
   __shared__ __align__(8) uint64_t bars[kBars];
   // x: head (heads that share a KV head side by side, sharing K/V in L2);
   // y: Q tile, the longest (last under a causal mask) first.
-  tile<D>(&tmQ, &tmK, &tmV, a, gridDim.y - 1 - blockIdx.y, blockIdx.x, attn_v2_smem, bars);
+  tile<D, kFused>(&tmQ, &tmK, &tmV, a, gridDim.y - 1 - blockIdx.y, blockIdx.x, attn_v2_smem,
+                  bars, out_o, out_lse);
 #else
   __trap();  // built without sm_90a: see the header comment
 #endif
@@ -441,13 +474,15 @@ inline size_t attn_step_v2_smem_bytes(int d) {
 
 // The host calls are templates (the parameter is unused) so that a unit that
 // includes this header without calling them does not compile the kernels.
-template <int kUnused = 0>
-inline cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream) {
-  using namespace cuco_attn_v2;
-  cudaError_t e = attn_step_check(a);
-  if (e != cudaSuccess) return e;
+namespace cuco_attn_v2 {
+// The launch behind attn_step_v2 and attn_fwd_v2 (A already checked).
+template <bool kFused>
+inline cudaError_t launch(const attn_step_args *a, __nv_bfloat16 *o, float *lse,
+                          cudaStream_t stream) {
+  cudaError_t e;
   const int tiles = (a->q_rows + kBM - 1) / kBM;
-  if (a->q_rows <= 0 || a->kv_rows == 0) return cudaSuccess;  // nothing to fold
+  if (a->q_rows <= 0) return cudaSuccess;
+  if (a->kv_rows == 0 && !kFused) return cudaSuccess;  // nothing to fold
   const attn_shape &s = a->shape;
   CUtensorMap mq, mk, mv;
   if ((e = make_rows_map(&mq, a->q, s.hq, s.d, a->q_rows, kBM)) != cudaSuccess ||
@@ -455,7 +490,7 @@ inline cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream) {
       (e = make_rows_map(&mv, a->v, s.hkv, s.d, a->kv_rows, kBN)) != cudaSuccess)
     return e;
   const size_t smem = attn_step_v2_smem_bytes(s.d);
-  auto kernel = s.d == 128 ? step_kernel<128> : step_kernel<64>;
+  auto kernel = s.d == 128 ? step_kernel<128, kFused> : step_kernel<64, kFused>;
   static bool attr_set[2][64];  // once per device and d, as attn_step
   int dev = 0;
   if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
@@ -466,8 +501,33 @@ inline cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream) {
     if (done) *done = true;
   }
   dim3 grid((unsigned)s.hq, (unsigned)tiles);
-  kernel<<<grid, kThreads, smem, stream>>>(mq, mk, mv, *a);
+  kernel<<<grid, kThreads, smem, stream>>>(mq, mk, mv, *a, o, lse);
   return cudaGetLastError();
+}
+}  // namespace cuco_attn_v2
+
+// The host calls are templates (the parameter is unused) so that a unit that
+// includes this header without calling them does not compile the kernels.
+template <int kUnused = 0>
+inline cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream) {
+  cudaError_t e = attn_step_check(a);
+  return e != cudaSuccess ? e : cuco_attn_v2::launch<false>(a, nullptr, nullptr, stream);
+}
+
+// init + step + attn_finalize in one kernel, without a state in memory: the
+// step's rows end as O (bf16, o + row * hq * d) and LSE (fp32, lse + h *
+// state.rows + row) of row = state_row0 + i, the layouts attn_finalize
+// writes; a->state's acc, m and l are not used (may be NULL), its rows and
+// state_row0 place the outputs.  kv_rows == 0 writes O = 0, LSE = -inf.
+template <int kUnused = 0>
+inline cudaError_t attn_fwd_v2(const attn_step_args *a, __nv_bfloat16 *o, float *lse,
+                               cudaStream_t stream) {
+  if (!a || !o || !lse || cuco_attn::misaligned(o, 16) || cuco_attn::misaligned(lse, 4))
+    return cudaErrorInvalidValue;
+  attn_step_args c = *a;  // the checks, with the state's buffers standing in
+  c.state.acc = c.state.m = c.state.l = lse;
+  cudaError_t e = attn_step_check(&c);
+  return e != cudaSuccess ? e : cuco_attn_v2::launch<true>(&c, o, lse, stream);
 }
 
 // Whether attn_step_v2 runs on the current device: compute capability 9.0
@@ -487,7 +547,7 @@ inline bool attn_step_v2_available() {
             major == 9 && minor == 0;
   if (ok) {
     cudaFuncAttributes fa;
-    ok = cudaFuncGetAttributes(&fa, cuco_attn_v2::step_kernel<128>) == cudaSuccess &&
+    ok = cudaFuncGetAttributes(&fa, cuco_attn_v2::step_kernel<128, false>) == cudaSuccess &&
          fa.sharedSizeBytes >= sizeof(uint64_t) * cuco_attn_v2::kBars;
     if (!ok) (void)cudaGetLastError();  // no image for this device: not sticky
   }

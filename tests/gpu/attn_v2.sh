@@ -17,8 +17,9 @@
 #    v1 causal GQA (v1/attn_step_bench.json), SDPA every backend, GQA and
 #    MHA, both masks (sdpa.json);
 # 4. summary.json: per (mask, hkv, S) v2's TFLOP/s (init + step +
-#    finalize, as SDPA writes O), v1's, the best SDPA back end for that head
-#    layout and the ratio v2 / best;
+#    finalize, as SDPA writes O; and attn_fwd_v2, the same in one kernel
+#    without the state), v1's, the best SDPA back end for that head layout
+#    and the ratios to it;
 # 5. compute-sanitizer memcheck over v2's small checks.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -115,16 +116,21 @@ for r in v2.get("results", []):
     row = {"S": r["S"], "causal": r["causal"], "hq": r["hq"], "hkv": r["hkv"],
            "v2_full_tflops": r["full_tflops"], "v2_step_tflops": r["step_tflops"],
            "v2_full_ms": r["full_median_ms"], "v2_verified": r["verified"],
+           "v2_fused_tflops": r.get("fused_tflops"), "v2_fused_ms": r.get("fused_median_ms"),
            "v1_full_tflops": one[0]["full_tflops"] if one else None,
            "sdpa": {x["backend"]: round(x["tflops"], 1) for x in cands}}
     if best:
         row["sdpa_best"] = best["backend"]
         row["sdpa_best_ms"] = best["median_ms"]
         row["ratio_v2_vs_sdpa_best"] = round(r["full_tflops"] / best["tflops"], 3)
+        if r.get("fused_tflops"):
+            row["ratio_fused_vs_sdpa_best"] = round(r["fused_tflops"] / best["tflops"], 3)
     rows.append(row)
-    print("%s S=%d hkv=%d: v2 %.1f TFLOP/s (step %.1f, verified %s), v1 %s, SDPA %s -> %s" %
+    print("%s S=%d hkv=%d: v2 init+step+finalize %.1f TFLOP/s (step %.1f, fused %s, verified %s), "
+          "v1 %s, SDPA %s -> %s, fused %s" %
           ("causal" if r["causal"] else "full", r["S"], r["hkv"], r["full_tflops"], r["step_tflops"],
-           r["verified"], row["v1_full_tflops"], row["sdpa"], row.get("ratio_v2_vs_sdpa_best")))
+           r.get("fused_tflops"), r["verified"], row["v1_full_tflops"], row["sdpa"],
+           row.get("ratio_v2_vs_sdpa_best"), row.get("ratio_fused_vs_sdpa_best")))
 json.dump({"device": v2.get("device"), "rows": rows}, open(os.path.join(out, "summary.json"), "w"),
           indent=1)
 PY

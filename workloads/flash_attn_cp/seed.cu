@@ -15,7 +15,9 @@
 // read before this copy; with slots = 2 a credit barrier (one more LSA
 // barrier, after step s-1's compute) comes first.  pattern=allgather pushes
 // the own shard to every peer at step 0 (slot = source rank; R slots) and
-// syncs once.  R = 1: nothing to send (a ring of one).
+// syncs once.  R = 1: nothing to send (a ring of one), and the rank holds
+// the sequence in order: one fused attn_fwd_v2 per batch (sd_whole) where
+// the step v2 runs, else the same steps as at R > 1.
 // Code outside the EVOLVE block is frozen.
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,7 @@ struct sd {
 // CUCO-PARAM slots=2
 // CUCO-PARAM comm_ctas=8
 // CUCO-PARAM copy_threads=512
+// CUCO-PARAM one_rank=fused
 #ifndef CUCO_PARAM_pattern
 #define CUCO_PARAM_pattern ring
 #endif
@@ -52,10 +55,23 @@ struct sd {
 #ifndef CUCO_PARAM_copy_threads
 #define CUCO_PARAM_copy_threads 512
 #endif
+// one_rank=fused|steps (a word): with one rank holding the whole sequence
+// in order, fused computes it with one attn_fwd_v2 call per batch where the
+// step v2 runs (sd_whole); steps takes the ring's path (init, the pairs'
+// steps, finalize), as at R > 1.
+#ifndef CUCO_PARAM_one_rank
+#define CUCO_PARAM_one_rank fused
+#endif
+#define SD_OR_fused 1
+#define SD_OR_steps 2
 #define SD_PAT_ring 0
 #define SD_PAT_allgather 1
 #define SD_CAT2(a, b) a##b
 #define SD_CAT(a, b) SD_CAT2(a, b)
+#define SD_OR SD_CAT(SD_OR_, CUCO_PARAM_one_rank)
+#if SD_OR != SD_OR_fused && SD_OR != SD_OR_steps
+#error "CUCO-PARAM one_rank must be fused or steps"
+#endif
 #define SD_PATTERN SD_CAT(SD_PAT_, CUCO_PARAM_pattern)
 #if CUCO_PLACEMENT != CUCO_PLACEMENT_DEFERRED
 #error "this seed implements placement=deferred only (split/per_tile: per-chunk flags, attn_step_tile)"
@@ -157,12 +173,47 @@ static int nslots_for(const struct wa_shape *s) {
 #endif
 }
 
+// Whether this rank's two chunks are positions [0, S) in order: one rank,
+// zigzag or contiguous alike (chunks 0 and 1).
+static bool sd_whole_in_order(const struct wa_shape *s) {
+  if (s->R != 1 || s->rows[s->me] != s->S) return false;
+  for (int j = 0; j < 2; j++)
+    if (s->cb[wa_chunk(s, s->me, j)] != wa_loff(s, s->me, j)) return false;
+  return true;
+}
+
+// The whole sequence on this rank: per batch, one attn_fwd_v2 call (the
+// step v2 with init and finalize fused, no state in memory) writes O and
+// LSE: one launch instead of init, three steps and a finalize, and none of
+// the fp32 state's traffic.
+static int sd_whole(struct wl_ctx *ctx, struct sd *u) {
+  const struct wa_shape *s = &u->s;
+  const long long rows = s->rows[s->me];
+  for (long long b = 0; b < s->B; b++) {
+    struct attn_step_args a;
+    memset(&a, 0, sizeof a);
+    a.shape = wa_attn_shape(s);
+    a.q = u->io.Q + wa_q_off(s, (int)b, 0, 0);
+    a.q_rows = (int)rows;
+    a.k = u->io.KV + wa_k_off(s, (int)b, 0, 0);
+    a.v = u->io.KV + wa_v_off(s, (int)b, 0, 0);
+    a.kv_rows = (int)rows;
+    a.mask = ATTN_MASK_CAUSAL;
+    a.state.rows = (int)(s->B * rows);  // O [B*rows][HQ][D], LSE [HQ][B*rows]
+    a.state_row0 = (int)(b * rows);
+    RT_CUDA(ctx, attn_fwd_v2(&a, u->io.O, u->io.LSE, rt_stream(ctx)));
+  }
+  return 0;
+}
+
 static int step(struct wl_ctx *ctx, struct sd *u) {
   const struct wa_shape *s = &u->s;
   cudaStream_t st = rt_stream(ctx);
   const size_t n = wa_kv_elems(s), bytes = n * 2;
   const int G = CUCO_PARAM_comm_ctas, T = CUCO_PARAM_copy_threads;
   (void)G, (void)T;
+  if (SD_OR == SD_OR_fused && sd_whole_in_order(s) && attn_step_v2_available())
+    return sd_whole(ctx, u);
   if (wa_state_init(ctx, s, u->st, st) != 0) return -1;
 #if SD_PATTERN == SD_PAT_allgather && CUCO_BACKEND == CUCO_BACKEND_LSA
   if (s->R > 1) {
