@@ -524,8 +524,9 @@ inline cudaError_t attn_fwd_v2(const attn_step_args *a, __nv_bfloat16 *o, float 
                                cudaStream_t stream) {
   if (!a || !o || !lse || cuco_attn::misaligned(o, 16) || cuco_attn::misaligned(lse, 4))
     return cudaErrorInvalidValue;
-  attn_step_args c = *a;  // the checks, with the state's buffers standing in
-  c.state.acc = c.state.m = c.state.l = lse;
+  attn_step_args c = *a;  // the checks, with the outputs standing in for the state's buffers
+  c.state.acc = reinterpret_cast<float *>(o);  // 16-byte aligned, as acc must be 8
+  c.state.m = c.state.l = lse;
   cudaError_t e = attn_step_check(&c);
   return e != cudaSuccess ? e : cuco_attn_v2::launch<true>(&c, o, lse, stream);
 }

@@ -6,10 +6,17 @@
 // addresses: nothing here may dereference or launch with them, and the
 // program refuses to run where a GPU is visible (a launch there would use
 // them).  Prints PASS/FAIL lines and "checks N failed N"; exit 1 on a failure.
+// Built with -DATTN_ARGS_V2 (sm_90a, t1003) it also holds runtime/
+// attn_step_v2.cuh to the same refusals: attn_step_v2 and attn_fwd_v2 (which
+// needs no state buffers but its O and LSE), attn_step_v2_available() is
+// false without a GPU and attn_step_best then takes v1's checks.
 #include <math.h>
 #include <stdio.h>
 
 #include "attn_step.cuh"
+#ifdef ATTN_ARGS_V2
+#include "attn_step_v2.cuh"
+#endif
 
 static int g_n, g_fail;
 
@@ -52,13 +59,27 @@ static attn_step_args good() {
   return a;
 }
 
-// Both the pure check and the call must refuse `a`.
-static void bad(const char *name, const attn_step_args &a) {
+// Both the pure check and the call must refuse `a` (and v2's calls; the
+// fused one only where the fault is not in the state buffers it ignores).
+static void bad(const char *name, const attn_step_args &a, bool fused_too = true) {
   char n[160];
   snprintf(n, sizeof n, "attn_step_check refuses %s", name);
   expect(n, attn_step_check(&a), cudaErrorInvalidValue);
   snprintf(n, sizeof n, "attn_step refuses %s (no launch)", name);
   expect(n, attn_step(&a, 0), cudaErrorInvalidValue);
+#ifdef ATTN_ARGS_V2
+  snprintf(n, sizeof n, "attn_step_v2 refuses %s (no launch)", name);
+  expect(n, attn_step_v2(&a, 0), cudaErrorInvalidValue);
+  snprintf(n, sizeof n, "attn_step_best refuses %s (no launch)", name);
+  expect(n, attn_step_best(&a, 0), cudaErrorInvalidValue);
+  if (fused_too) {
+    snprintf(n, sizeof n, "attn_fwd_v2 refuses %s (no launch)", name);
+    expect(n, attn_fwd_v2(&a, fake<__nv_bfloat16>(0x900000), fake<float>(0xa00000), 0),
+           cudaErrorInvalidValue);
+  }
+#else
+  (void)fused_too;
+#endif
 }
 
 int main() {
@@ -108,13 +129,13 @@ int main() {
   a = good(), a.q = nullptr, bad("null q", a);
   a = good(), a.k = nullptr, bad("null k", a);
   a = good(), a.v = nullptr, bad("null v", a);
-  a = good(), a.state.acc = nullptr, bad("null state.acc", a);
-  a = good(), a.state.m = nullptr, bad("null state.m", a);
-  a = good(), a.state.l = nullptr, bad("null state.l", a);
+  a = good(), a.state.acc = nullptr, bad("null state.acc", a, false);
+  a = good(), a.state.m = nullptr, bad("null state.m", a, false);
+  a = good(), a.state.l = nullptr, bad("null state.l", a, false);
   a = good(), a.q = fake<const __nv_bfloat16>(0x100002), bad("q not 16-byte aligned", a);
   a = good(), a.k = fake<const __nv_bfloat16>(0x200008), bad("k not 16-byte aligned", a);
   a = good(), a.v = fake<const __nv_bfloat16>(0x300004), bad("v not 16-byte aligned", a);
-  a = good(), a.state.acc = fake<float>(0x400004), bad("acc not 8-byte aligned", a);
+  a = good(), a.state.acc = fake<float>(0x400004), bad("acc not 8-byte aligned", a, false);
   // Bad row counts.
   a = good(), a.q_rows = -1, bad("q_rows<0", a);
   a = good(), a.kv_rows = -1, bad("kv_rows<0", a);
@@ -162,6 +183,31 @@ int main() {
   expect_true("q tiles: 0 rows 0, 1 row 1, 128 rows 1, 129 rows 2",
               attn_step_q_tiles(0) == 0 && attn_step_q_tiles(1) == 1 &&
                   attn_step_q_tiles(128) == 1 && attn_step_q_tiles(129) == 2);
+#ifdef ATTN_ARGS_V2
+  expect_true("attn_step_v2_available() is false without a GPU", !attn_step_v2_available());
+  a = good();
+  __nv_bfloat16 *fo = fake<__nv_bfloat16>(0x900000);
+  float *fl = fake<float>(0xa00000);
+  expect("attn_fwd_v2 refuses a null O", attn_fwd_v2(&a, nullptr, fl, 0), cudaErrorInvalidValue);
+  expect("attn_fwd_v2 refuses a null LSE", attn_fwd_v2(&a, fo, nullptr, 0), cudaErrorInvalidValue);
+  expect("attn_fwd_v2 refuses an O not 16-byte aligned",
+         attn_fwd_v2(&a, fake<__nv_bfloat16>(0x900008), fl, 0), cudaErrorInvalidValue);
+  expect("attn_fwd_v2 refuses a misaligned LSE",
+         attn_fwd_v2(&a, fo, fake<float>(0xa00002), 0), cudaErrorInvalidValue);
+  expect("attn_fwd_v2(NULL args)", attn_fwd_v2(nullptr, fo, fl, 0), cudaErrorInvalidValue);
+  a.state.rows = 999;  // the outputs' rows are still checked against q_rows
+  expect("attn_fwd_v2 refuses outputs smaller than q_rows", attn_fwd_v2(&a, fo, fl, 0),
+         cudaErrorInvalidValue);
+  a = good(), a.q_rows = 0;
+  expect("attn_fwd_v2 takes an LSE aligned to 4 bytes only (a row offset)",
+         attn_fwd_v2(&a, fo, fake<float>(0xa00004), 0), cudaSuccess);
+  expect("attn_fwd_v2 of 0 rows is a no-op", attn_fwd_v2(&a, fo, fl, 0), cudaSuccess);
+  a = good(), a.kv_rows = 0;
+  expect("attn_step_v2 with kv_rows=0 is a no-op", attn_step_v2(&a, 0), cudaSuccess);
+  expect_true("v2 smem bytes: d=128 = 32 KiB Q + 3 stages x 64 KiB K,V + 1 KiB",
+              attn_step_v2_smem_bytes(128) == 32768 + 3 * 65536 + 1024);
+  expect_true("v2 smem bytes of a bad d is 0", attn_step_v2_smem_bytes(96) == 0);
+#endif
   printf("checks %d failed %d\n", g_n, g_fail);
   return g_fail ? 1 : 0;
 }
