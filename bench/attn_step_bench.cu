@@ -156,30 +156,38 @@ struct Out {
   std::vector<uint16_t> o;
   std::vector<float> lse;
 };
-static Out finalize(const State &s) {
+// O and LSE of ROWS rows written by WRITE(o, lse) into NaN-filled buffers
+// (unwritten shows), copied back.
+template <class W>
+static Out outputs(int rows, int hq, int d, W write) {
   Out r;
-  size_t n = (size_t)s.st.rows * s.hq;
+  size_t n = (size_t)rows * hq;
   __nv_bfloat16 *o;
   float *lse;
-  CK(cudaMalloc(&o, std::max<size_t>(1, n * s.d) * 2));
+  CK(cudaMalloc(&o, std::max<size_t>(1, n * d) * 2));
   CK(cudaMalloc(&lse, std::max<size_t>(1, n) * 4));
-  CK(cudaMemset(o, 0xff, std::max<size_t>(1, n * s.d) * 2));  // NaN: unwritten shows
+  CK(cudaMemset(o, 0xff, std::max<size_t>(1, n * d) * 2));
   CK(cudaMemset(lse, 0xff, std::max<size_t>(1, n) * 4));
-  CK(attn_finalize(s.st, s.hq, s.d, o, lse, 0));
+  CK(write(o, lse));
   CK(cudaDeviceSynchronize());
-  r.o.resize(n * s.d);
+  r.o.resize(n * d);
   r.lse.resize(n);
-  CK(cudaMemcpy(r.o.data(), o, n * s.d * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(r.o.data(), o, n * d * 2, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(r.lse.data(), lse, n * 4, cudaMemcpyDeviceToHost));
   CK(cudaFree(o));
   CK(cudaFree(lse));
   return r;
 }
+static Out finalize(const State &s) {
+  return outputs(s.st.rows, s.hq, s.d, [&](__nv_bfloat16 *o, float *lse) {
+    return attn_finalize(s.st, s.hq, s.d, o, lse, 0);
+  });
+}
 
 // One step: query rows [q0, q0+nq) of the sequence against keys [k0, k0+nk),
 // into state rows [srow0, +nq).
-static cudaError_t step(const Seq &s, State &st, int q0, int nq, int k0, int nk, int srow0,
-                        attn_mask mask, float scale = 0.f) {
+static attn_step_args args_for(const Seq &s, int q0, int nq, int k0, int nk, attn_mask mask,
+                               float scale) {
   attn_step_args a{};
   a.shape = {s.hq, s.hkv, s.d, scale};
   a.q = s.dq + (size_t)q0 * s.hq * s.d;
@@ -190,6 +198,11 @@ static cudaError_t step(const Seq &s, State &st, int q0, int nq, int k0, int nk,
   a.kv_rows = nk;
   a.kv_pos0 = k0;
   a.mask = mask;
+  return a;
+}
+static cudaError_t step(const Seq &s, State &st, int q0, int nq, int k0, int nk, int srow0,
+                        attn_mask mask, float scale = 0.f) {
+  attn_step_args a = args_for(s, q0, nq, k0, nk, mask, scale);
   a.state = st.st;
   a.state_row0 = srow0;
   return BENCH_STEP(&a, 0);
@@ -199,34 +212,11 @@ static cudaError_t step(const Seq &s, State &st, int q0, int nq, int k0, int nk,
 // attn_fwd_v2 (init + step + finalize in one kernel, no state) over query
 // rows [q0, q0+nq) and keys [k0, k0+nk), into NaN-filled O and LSE.
 static Out fused(const Seq &s, int q0, int nq, int k0, int nk, attn_mask mask, float scale = 0.f) {
-  Out r;
-  size_t n = (size_t)nq * s.hq;
-  __nv_bfloat16 *o;
-  float *lse;
-  CK(cudaMalloc(&o, std::max<size_t>(1, n * s.d) * 2));
-  CK(cudaMalloc(&lse, std::max<size_t>(1, n) * 4));
-  CK(cudaMemset(o, 0xff, std::max<size_t>(1, n * s.d) * 2));
-  CK(cudaMemset(lse, 0xff, std::max<size_t>(1, n) * 4));
-  attn_step_args a{};
-  a.shape = {s.hq, s.hkv, s.d, scale};
-  a.q = s.dq + (size_t)q0 * s.hq * s.d;
-  a.q_rows = nq;
-  a.q_pos0 = q0;
-  a.k = s.dk() + (size_t)k0 * s.hkv * s.d;
-  a.v = s.dv() + (size_t)k0 * s.hkv * s.d;
-  a.kv_rows = nk;
-  a.kv_pos0 = k0;
-  a.mask = mask;
+  attn_step_args a = args_for(s, q0, nq, k0, nk, mask, scale);
   a.state.rows = nq;  // the outputs' layout; no state buffers
-  CK(attn_fwd_v2(&a, o, lse, 0));
-  CK(cudaDeviceSynchronize());
-  r.o.resize(n * s.d);
-  r.lse.resize(n);
-  CK(cudaMemcpy(r.o.data(), o, n * s.d * 2, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(r.lse.data(), lse, n * 4, cudaMemcpyDeviceToHost));
-  CK(cudaFree(o));
-  CK(cudaFree(lse));
-  return r;
+  return outputs(nq, s.hq, s.d, [&](__nv_bfloat16 *o, float *lse) {
+    return attn_fwd_v2(&a, o, lse, 0);
+  });
 }
 #endif
 
@@ -686,9 +676,7 @@ static void run_bench(const std::vector<int> &sizes, int reps, int hkv, attn_mas
     std::vector<double> t_fused;
 #ifdef ATTN_BENCH_V2
     {  // attn_fwd_v2: the same O and LSE without the state
-      attn_step_args a{};
-      a.shape = {s.hq, s.hkv, s.d, 0.f};
-      a.q = s.dq, a.q_rows = S, a.k = s.dk(), a.v = s.dv(), a.kv_rows = S, a.mask = mask;
+      attn_step_args a = args_for(s, 0, S, 0, S, mask, 0.f);
       a.state.rows = S;
       for (int it = 0; it < reps + 3; it++) {
         CK(cudaEventRecord(e0));

@@ -34,6 +34,16 @@ expect_no_grep() {
   else ok "$1"; fi
 }
 done_testing() { echo "1..$_n"; [ "$_failed" -eq 0 ]; }
+# NVCC: $CUCO_NVCC, else nvcc on PATH, else /usr/local/cuda's.  Without one
+# the test is a single skipped check (CI has nvcc; a CPU-only checkout may
+# not).
+need_nvcc() {
+  NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+  [ -x "$NVCC" ] && return 0
+  echo "ok 1 # SKIP nvcc not found"
+  echo "1..1"
+  exit 0
+}
 
 # check_cheats WL FIRSTLINE_RE MIN: the cheat suite under WL/cheats is
 # well-formed.  `cuco eval --write-cheats` turns every cheat into the whole

@@ -5,10 +5,7 @@
 # the defaults otherwise, entry points do not clash, and an error names the
 # section's own file.  Small files, nvcc's front end only.
 . "$(dirname "$0")/lib.sh"
-NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if ! [ -x "$NVCC" ]; then
-  echo "ok 1 # SKIP no nvcc"; echo "1..1"; exit 0
-fi
+need_nvcc
 U="$ROOT/scripts/unity.py"
 fe() { local o=$1; shift; "$NVCC" -arch=sm_90 -std=c++17 -I"$ROOT/runtime" -cuda "$@" -o "$o"; }
 mkdir -p "$TMP/s"

@@ -5,10 +5,7 @@
 # mode with a message that names it. Compile only: CI has no GPU.
 . "$(dirname "$0")/lib.sh"
 
-NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if ! [ -x "$NVCC" ]; then
-  echo "ok 1 # SKIP no nvcc"; echo "1..1"; exit 0
-fi
+need_nvcc
 INC=(-I"$ROOT/runtime" -I"$ROOT/tests/gpu")
 [ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
 NV=("${CCW[@]}" "$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}")

@@ -5,12 +5,7 @@
 # spills; the headers stand alone.  Skipped when nvcc is missing.
 . "$(dirname "$0")/lib.sh"
 
-NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if [ ! -x "$NVCC" ]; then
-  echo "ok 1 # skip nvcc not found"
-  echo "1..1"
-  exit 0
-fi
+need_nvcc
 
 cat >"$TMP/alone.cu" <<'CU'
 #include "gemm_tile.cuh"

@@ -4,10 +4,7 @@
 # awkward shapes.  Host-only program built with nvcc; no GPU needed.
 . "$(dirname "$0")/lib.sh"
 
-NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if ! [ -x "$NVCC" ]; then
-  echo "ok 1 # SKIP no nvcc"; echo "1..1"; exit 0
-fi
+need_nvcc
 INC=(-I"$ROOT/runtime" -I"$ROOT/workloads/kv_transfer")
 [ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
 expect_rc "plan_check builds" 0 "$NVCC" -arch=sm_90 -std=c++17 "${INC[@]}" \

@@ -10,12 +10,7 @@
 # give cudaErrorInvalidValue without a launch.  Skipped when nvcc is missing.
 . "$(dirname "$0")/lib.sh"
 
-NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if [ ! -x "$NVCC" ]; then
-  echo "ok 1 # SKIP nvcc not found"
-  echo "1..1"
-  exit 0
-fi
+need_nvcc
 NV=("$NVCC" -arch=sm_90 -std=c++17 -I"$ROOT/runtime")
 
 cat >"$TMP/user.cu" <<'CU'

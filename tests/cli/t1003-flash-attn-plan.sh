@@ -8,10 +8,7 @@
 # tolerances).  Host-only program built with nvcc; no GPU needed.
 . "$(dirname "$0")/lib.sh"
 
-NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if ! [ -x "$NVCC" ]; then
-  echo "ok 1 # SKIP no nvcc"; echo "1..1"; exit 0
-fi
+need_nvcc
 WL=$ROOT/workloads/flash_attn_cp
 expect_rc "plan_check builds" 0 "$NVCC" -std=c++17 -I"$WL" -o "$TMP/plan_check" \
   "$WL/tools/plan_check.cu"

@@ -13,12 +13,7 @@
 # this GPU-less CPU.  Skipped when nvcc is missing.
 . "$(dirname "$0")/lib.sh"
 
-NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if [ ! -x "$NVCC" ]; then
-  echo "ok 1 # SKIP nvcc not found"
-  echo "1..1"
-  exit 0
-fi
+need_nvcc
 A90A="-gencode=arch=compute_90a,code=sm_90a"
 NV=("$NVCC" "$A90A" -std=c++17 -I"$ROOT/runtime")
 

@@ -11,12 +11,7 @@
 # mask off by one (wrong numbers).  Skipped when nvcc is missing.
 . "$(dirname "$0")/lib.sh"
 
-NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if [ ! -x "$NVCC" ]; then
-  echo "ok 1 # SKIP nvcc not found"
-  echo "1..1"
-  exit 0
-fi
+need_nvcc
 # PTX only for the device side: the emulator runs host code, ptxas would
 # only cost time (t1001 compiles the kernels for sm_90).
 NV=("$NVCC" -gencode arch=compute_90,code=compute_90 -std=c++17 -O2)

@@ -6,12 +6,7 @@
 # argument checks.  The GPU part runs in tests/gpu/coll_sweep.sh.
 . "$(dirname "$0")/lib.sh"
 
-NVCC=${CUCO_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if [ ! -x "$NVCC" ]; then
-  echo "ok 1 # skip nvcc not found"
-  echo "1..1"
-  exit 0
-fi
+need_nvcc
 INC=()
 [ -n "${NCCL_INCLUDE:-}" ] && INC+=(-I"$NCCL_INCLUDE")
 expect_rc "coll_sweep.cu compiles for sm_90" 0 \

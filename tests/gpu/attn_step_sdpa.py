@@ -41,43 +41,33 @@ def timeit(fn):
 
 backends = [("default", None), ("flash", SDPBackend.FLASH_ATTENTION),
             ("cudnn", SDPBackend.CUDNN_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+
+
 def one(S, causal):
     g = torch.Generator(device="cuda").manual_seed(S)
     q = torch.randn(1, HQ, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
     k = torch.randn(1, HKV, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
     v = torch.randn(1, HKV, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
     flop = (2.0 if causal else 4.0) * S * S * HQ * D
-    for name, be in backends:
-        row = {"S": S, "backend": name, "gqa": True, "causal": causal, "flop": flop}
-        try:
-            def run():
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-            if be is None:
-                ms = timeit(run)
-            else:
-                with sdpa_kernel([be]):
-                    ms = timeit(run)
-            row.update({"median_ms": ms, "tflops": flop / ms * 1e-9})
-        except Exception as e:  # a backend that refuses the shape
-            row["error"] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        out["results"].append(row)
-    # MHA: K/V expanded to Hq heads, every backend
+    # GQA (enable_gqa) and MHA (K/V expanded to Hq heads), every backend
     ke = k.repeat_interleave(HQ // HKV, dim=1)
     ve = v.repeat_interleave(HQ // HKV, dim=1)
-    for name, be in backends:
-        row = {"S": S, "backend": name, "gqa": False, "causal": causal, "flop": flop}
-        try:
-            def run():
-                return F.scaled_dot_product_attention(q, ke, ve, is_causal=causal)
-            if be is None:
-                ms = timeit(run)
-            else:
-                with sdpa_kernel([be]):
+    for gqa, kk, vv in ((True, k, v), (False, ke, ve)):
+        for name, be in backends:
+            row = {"S": S, "backend": name, "gqa": gqa, "causal": causal, "flop": flop}
+            try:
+                def run():
+                    return F.scaled_dot_product_attention(q, kk, vv, is_causal=causal,
+                                                          enable_gqa=gqa)
+                if be is None:
                     ms = timeit(run)
-            row.update({"median_ms": ms, "tflops": flop / ms * 1e-9})
-        except Exception as e:
-            row["error"] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        out["results"].append(row)
+                else:
+                    with sdpa_kernel([be]):
+                        ms = timeit(run)
+                row.update({"median_ms": ms, "tflops": flop / ms * 1e-9})
+            except Exception as e:  # a backend that refuses the shape
+                row["error"] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+            out["results"].append(row)
     del q, k, v, ke, ve
     torch.cuda.empty_cache()
 
