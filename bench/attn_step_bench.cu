@@ -41,8 +41,8 @@
 #include "attn_step.cuh"
 #include "attn_step_ref.h"
 // -DATTN_BENCH_V2 (an sm_90a build): every check and the benchmark call
-// attn_step_v2 (runtime/attn_step_v2.cuh) instead of attn_step; the device
-// entry check (v1's attn_step_tile against the host call) is v1's only.
+// attn_step_v2 (runtime/attn_step_v2.cuh) instead of attn_step, and the
+// device entry check runs attn_step_v2_tiles instead of attn_step_tile.
 #ifdef ATTN_BENCH_V2
 #include "attn_step_v2.cuh"
 #define BENCH_STEP attn_step_v2
@@ -530,8 +530,23 @@ __global__ void __launch_bounds__(ATTN_STEP_THREADS, 1)
   for (int w = blockIdx.x; w < items; w += gridDim.x)
     attn_step_tile(a, w / a.shape.hq, w % a.shape.hq, smem);
 }
+#ifdef ATTN_BENCH_V2
+// v2's device entry in the same role (items w -> (w / hq, w % hq)).
+struct BenchSched {
+  int hq;
+  __device__ void map(int w, int *q_tile, int *head) const { *q_tile = w / hq, *head = w % hq; }
+};
+__global__ void __launch_bounds__(ATTN_V2_THREADS, 1)
+    persistent_v2(const __grid_constant__ attn_v2_maps maps, attn_step_args a, int items) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  if (a.shape.d == 128)
+    attn_step_v2_tiles<128>(maps, a, BenchSched{a.shape.hq}, items, smem);
+  else
+    attn_step_v2_tiles<64>(maps, a, BenchSched{a.shape.hq}, items, smem);
+}
+#endif
 
-[[maybe_unused]] static void test_device_entry(const Seq &s) {
+static void test_device_entry(const Seq &s) {
   char sh[96];
   shape_str(sh, sizeof sh, s);
   State x = make_state(s.S, s.hq, s.d), y = make_state(s.S, s.hq, s.d);
@@ -546,10 +561,18 @@ __global__ void __launch_bounds__(ATTN_STEP_THREADS, 1)
   a.kv_rows = s.S - k0, a.kv_pos0 = k0, a.mask = ATTN_MASK_CAUSAL, a.state = y.st;
   a.state_row0 = 0;
   CK(attn_step_check(&a));
+#ifdef ATTN_BENCH_V2
+  attn_v2_maps maps;
+  CK(attn_step_v2_maps(&a, &maps));
+  size_t smem = attn_step_v2_smem_bytes(s.d);
+  CK(cudaFuncSetAttribute(persistent_v2, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  persistent_v2<<<7, ATTN_V2_THREADS, smem>>>(maps, a, attn_step_q_tiles(s.S) * s.hq);
+#else
   size_t smem = attn_step_smem_bytes(s.d);
   CK(cudaFuncSetAttribute(persistent_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           (int)smem));
   persistent_kernel<<<7, ATTN_STEP_THREADS, smem>>>(a, attn_step_q_tiles(s.S));
+#endif
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   size_t n = (size_t)s.S * s.hq;
@@ -563,7 +586,7 @@ __global__ void __launch_bounds__(ATTN_STEP_THREADS, 1)
   bool same = memcmp(ax.data(), ay.data(), n * s.d * 4) == 0 &&
               memcmp(mx.data(), my.data(), n * 4) == 0 && memcmp(lx.data(), ly.data(), n * 4) == 0;
   record("device_entry_bitwise", sh, same,
-         same ? "7 persistent CTAs == attn_step" : "state differs from attn_step");
+         same ? "7 persistent CTAs == " BENCH_IMPL : "state differs from " BENCH_IMPL);
   free_state(x), free_state(y);
 }
 
@@ -604,9 +627,7 @@ static int run_tests(bool small) {
       test_zigzag(s, 2);
       if (x.S >= 200) test_zigzag(s, 3);
       test_untouched(s);
-#ifndef ATTN_BENCH_V2
       test_device_entry(s);
-#endif
       test_fresh_rows(s);
 #ifdef ATTN_BENCH_V2
       test_fused_unseen(s);

@@ -27,6 +27,8 @@
 //                           float *lse, cudaStream_t stream);
 //                                    // init + step + finalize, no state
 //   size_t attn_step_v2_smem_bytes(int d);
+//   attn_step_v2_maps / attn_step_v2_tiles: the device entry for persistent
+//                                    kernels (below), v2's attn_step_tile
 //
 // attn_state_init / merge / finalize are v1's (attn_step.cuh): the state is
 // the same, so v1 and v2 steps may fold into one state in any order.
@@ -61,8 +63,14 @@ constexpr bool kPingPong = ATTN_V2_PINGPONG;  // warpgroups take turns at the GE
 #define ATTN_V2_LAZY_RESCALE 1
 #endif
 constexpr bool kLazyRescale = ATTN_V2_LAZY_RESCALE;  // skip O *= 1
+// 1: the host calls launch one CTA an SM looping over (Q tile, head), the
+// longest tiles first, instead of one CTA a tile (not yet measured).
+#ifndef ATTN_V2_PERSISTENT
+#define ATTN_V2_PERSISTENT 0
+#endif
+constexpr bool kPersistent = ATTN_V2_PERSISTENT;
 constexpr int kThreads = 384; // the producer warpgroup + 2 consumer warpgroups
-constexpr int kBars = 1 + 3 * kStages;  // q_full, k_full[], v_full[], empty[]
+constexpr int kBars = 2 + 3 * kStages;  // q_full, q_empty, k_full[], v_full[], empty[]
 
 template <int D>
 struct Cfg {
@@ -166,24 +174,75 @@ __device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const unsigned (&a)[
     wgmma_rs_n64(o, a, db, 1);
 }
 
-// One Q tile (kBM rows) of one query head against the step's whole KV range,
-// folded into the state.  TMQ, TMK, TMV: 2-D maps of q, k, v ({heads * D,
-// rows}, boxes of 64 columns x 128 rows, 128-byte swizzle); BARS: kBars
-// mbarriers in shared memory; SMEM_RAW: Cfg<D>::kSmem bytes.  Every thread
-// of the CTA (kThreads) calls it, once: the producer and the consumers return
-// without meeting again (a join would make ptxas allocate the consumers'
-// registers at the launch's 168 a thread, and spill).
+// Where tile (q_tile) of a step stands: its rows, the key blocks it visits
+// (up to the largest key its last row sees) and the blocks below lim_first,
+// which need no mask.  skip: no row of it exists or sees a key.
+struct TileInfo {
+  int row0, rows, nblk, lim_first;
+  bool skip;
+};
+__device__ __forceinline__ TileInfo tile_info(const attn_step_args &a, int q_tile) {
+  TileInfo t;
+  t.row0 = q_tile * kBM;
+  t.rows = a.q_rows - t.row0 < kBM ? a.q_rows - t.row0 : kBM;
+  t.skip = t.rows <= 0;
+  const int lim_last = t.skip ? -1 : cuco_attn::row_lim(a, t.row0 + t.rows - 1);
+  t.skip = lim_last < 0;
+  t.nblk = t.skip ? 0 : (lim_last + kBN) / kBN;
+  t.lim_first = t.skip ? -1 : cuco_attn::row_lim(a, t.row0);
+  return t;
+}
+
+// The items of one CTA: the standalone kernel's one (x = head, y = Q tile,
+// the longest, last under a causal mask, first), or a persistent caller's
+// w = blockIdx.x, + gridDim.x, ... < n mapped by its scheduler.
+struct OneItem {
+  __device__ int count() const { return 1; }
+  __device__ void get(int, int *q_tile, int *head) const {
+    *q_tile = gridDim.y - 1 - blockIdx.y;
+    *head = blockIdx.x;
+  }
+};
+template <class Sched>
+struct StrideItems {
+  Sched sched;
+  int n;
+  __device__ int count() const {
+    return n > (int)blockIdx.x ? (n - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+  }
+  __device__ void get(int i, int *q_tile, int *head) const {
+    sched.map((int)blockIdx.x + i * (int)gridDim.x, q_tile, head);
+  }
+};
+
+// The producer hook of a persistent caller: wait(q_tile, head) returns once
+// that tile's inputs (its Q rows, the step's K and V) are in memory; the TMA
+// loads follow it.  NoWait: they are there from the start.
+struct AttnNoWait {
+  __device__ void wait(int, int) const {}
+};
+
+// The CTA's tiles, one after the other, Q, K and V through one ring whose
+// position runs on across tiles (the producer loads the next tile's K and V
+// while the consumers finish the last one).  TMQ, TMK, TMV: 2-D maps of q,
+// k, v ({heads * D, rows}, boxes of 64 columns x 128 rows, 128-byte
+// swizzle); SMEM_RAW: attn_step_v2_smem_bytes(D) bytes.  Called by all
+// kThreads threads; the producer and the consumers return without meeting
+// again: a join would make ptxas allocate the consumers' registers at the
+// launch's 168 a thread, and spill.
 // FUSED (attn_fwd_v2): the state is neither read nor written; the tile's
 // rows start from nothing and end as O = acc / l (bf16) and LSE, at the
 // state's row places (O row state_row0 + i; LSE [h][state_row0 + i], h's
 // rows state.rows apart), as init + step + attn_finalize would leave them.
-template <int D, bool kFused>
-__device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *tmK,
-                                     const CUtensorMap *tmV, const attn_step_args &a, int q_tile,
-                                     int head, unsigned char *smem_raw, uint64_t *bars,
-                                     __nv_bfloat16 *out_o, float *out_lse) {
+template <int D, bool kFused, class Items, class Pro>
+__device__ __forceinline__ void run_tiles(const CUtensorMap *tmQ, const CUtensorMap *tmK,
+                                          const CUtensorMap *tmV, const attn_step_args &a,
+                                          const Items &items, const Pro &pro,
+                                          unsigned char *smem_raw, __nv_bfloat16 *out_o,
+                                          float *out_lse) {
   using C = Cfg<D>;
   using cuco_attn::row_lim;
+  __shared__ __align__(8) uint64_t bars[kBars];
   unsigned char *smem = reinterpret_cast<unsigned char *>(
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
   unsigned char *sQ = smem;
@@ -191,62 +250,76 @@ __device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *
   auto sV = [&](int s) { return smem + C::kQBytes + s * 2 * C::kKVBytes + C::kKVBytes; };
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int hq = a.shape.hq, hkv = a.shape.hkv;
-  const int kvh = head / (hq / hkv);
-  const int row0 = q_tile * kBM;
-  if (row0 >= a.q_rows) return;  // uniform over the CTA
-  const int rows = a.q_rows - row0 < kBM ? a.q_rows - row0 : kBM;
-  // Key blocks to visit: up to the largest key the tile's last row sees.
-  const int lim_last = row_lim(a, row0 + rows - 1);
-  if (lim_last < 0) {  // uniform: the state is left alone; fused, O = 0, LSE = -inf
-    if (kFused)
-      for (int i = tid; i < rows * D; i += kThreads) {
-        const long long srow = (long long)a.state_row0 + row0 + i / D;
-        out_o[(srow * hq + head) * D + i % D] = __float2bfloat16_rn(0.f);
-        if (i % D == 0) out_lse[(long long)head * a.state.rows + srow] = -INFINITY;
-      }
-    return;
-  }
-  const int nblk = (lim_last + kBN) / kBN;
-  const int lim_first = row_lim(a, row0);  // blocks up to it need no mask
-  uint64_t *q_full = bars, *k_full = bars + 1, *v_full = bars + 1 + kStages,
-           *empty = bars + 1 + 2 * kStages;
+  uint64_t *q_full = bars, *q_empty = bars + 1, *k_full = bars + 2,
+           *v_full = bars + 2 + kStages, *empty = bars + 2 + 2 * kStages;
 
   if (tid == 0) {
     mbar_init(q_full, 1);
+    mbar_init(q_empty, 8);  // one arrive a consumer warp
     for (int s = 0; s < kStages; s++) {
       mbar_init(&k_full[s], 1);
       mbar_init(&v_full[s], 1);
-      mbar_init(&empty[s], 8);  // one arrive a consumer warp
+      mbar_init(&empty[s], 8);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  const int n_items = items.count();
 
   if (warp < 4) {
-    // ---- producer: Q once, then K and V of every block (K first: S needs
-    // only K, and P V comes a softmax later).
+    // ---- producer: per tile, Q once (after the consumers let the last go),
+    // then K and V of every block (K first: S needs only K, and P V comes a
+    // softmax later).
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
     if (tid == 0) {
-      mbar_expect_tx(q_full, C::kQBytes);
-      for (int b = 0; b < C::kBoxes; b++)
-        tma_2d(sQ + b * kBM * 128, tmQ, head * D + b * 64, row0, q_full);
-      for (int blk = 0; blk < nblk; blk++) {
-        const int s = blk % kStages;
-        mbar_wait(&empty[s], ((blk / kStages) & 1) ^ 1);
-        mbar_expect_tx(&k_full[s], C::kKVBytes);
+      unsigned ring = 0, tiles = 0;  // blocks and tiles loaded so far
+      for (int i = 0; i < n_items; i++) {
+        int q_tile, head;
+        items.get(i, &q_tile, &head);
+        const TileInfo t = tile_info(a, q_tile);
+        if (t.skip) continue;
+        const int kvh = head / (hq / hkv);
+        pro.wait(q_tile, head);
+        // Data published by generic-proxy writes is read next by TMA.
+        asm volatile("fence.proxy.async;" ::: "memory");
+        mbar_wait(q_empty, (tiles & 1) ^ 1);
+        mbar_expect_tx(q_full, C::kQBytes);
         for (int b = 0; b < C::kBoxes; b++)
-          tma_2d(sK(s) + b * kBN * 128, tmK, kvh * D + b * 64, blk * kBN, &k_full[s]);
-        mbar_expect_tx(&v_full[s], C::kKVBytes);
-        for (int b = 0; b < C::kBoxes; b++)
-          tma_2d(sV(s) + b * kBN * 128, tmV, kvh * D + b * 64, blk * kBN, &v_full[s]);
+          tma_2d(sQ + b * kBM * 128, tmQ, head * D + b * 64, t.row0, q_full);
+        for (int blk = 0; blk < t.nblk; blk++, ring++) {
+          const int s = ring % kStages;
+          mbar_wait(&empty[s], ((ring / kStages) & 1) ^ 1);
+          mbar_expect_tx(&k_full[s], C::kKVBytes);
+          for (int b = 0; b < C::kBoxes; b++)
+            tma_2d(sK(s) + b * kBN * 128, tmK, kvh * D + b * 64, blk * kBN, &k_full[s]);
+          mbar_expect_tx(&v_full[s], C::kKVBytes);
+          for (int b = 0; b < C::kBoxes; b++)
+            tma_2d(sV(s) + b * kBN * 128, tmV, kvh * D + b * 64, blk * kBN, &v_full[s]);
+        }
+        tiles++;
       }
     }
-    return;  // no join with the consumers: ptxas keeps their 240 registers
+    return;  // no join with the consumers (see above)
   }
-  {
-    // ---- consumers: warpgroup wg owns rows wg*64 .. +63; warp wq of it rows
-    // 16*wq + g and 16*wq + g + 8 (g = lane / 4), as wgmma's accumulator.
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+  // ---- consumers: warpgroup wg owns rows wg*64 .. +63 of a tile; warp wq
+  // of it rows 16*wq + g and 16*wq + g + 8 (g = lane / 4), as wgmma's
+  // accumulator.
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+  unsigned ring = 0, tiles = 0;  // blocks and tiles consumed so far
+  for (int item = 0; item < n_items; item++) {
+    int q_tile, head;
+    items.get(item, &q_tile, &head);
+    const TileInfo t = tile_info(a, q_tile);
+    if (t.skip) {  // uniform: the state is left alone; fused, O = 0, LSE = -inf
+      if (kFused)
+        for (int i = tid - 128; i < (t.rows > 0 ? t.rows : 0) * D; i += kThreads - 128) {
+          const long long sr = (long long)a.state_row0 + t.row0 + i / D;
+          out_o[(sr * hq + head) * D + i % D] = __float2bfloat16_rn(0.f);
+          if (i % D == 0) out_lse[(long long)head * a.state.rows + sr] = -INFINITY;
+        }
+      continue;
+    }
+    const int row0 = t.row0, nblk = t.nblk, lim_first = t.lim_first;
     const int wg = (warp >> 2) - 1, wq = warp & 3, g = lane >> 2, t4 = lane & 3;
     int lim[2];
     bool live[2];
@@ -371,18 +444,21 @@ __device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *
         asm volatile("bar.arrive %0, 256;" ::"r"(2 + (wg ^ 1)) : "memory");
     };
     if (kPingPong && wg == 1) asm volatile("bar.arrive 2, 256;" ::: "memory");
-    mbar_wait(q_full, 0);
-    mbar_wait(&k_full[0], 0);
+    // block blk of this tile is ring position ring + blk
+    auto stage = [&](int blk) { return (int)((ring + blk) % kStages); };
+    auto phase = [&](int blk) { return (unsigned)(((ring + blk) / kStages) & 1); };
+    mbar_wait(q_full, tiles & 1);
+    mbar_wait(&k_full[stage(0)], phase(0));
     turn_begin();
-    issue_qk(0);
+    issue_qk(stage(0));
     turn_end(false);
     wgmma_wait<0>();
     softmax(0);
     rescale_and_pack();
     for (int blk = 1; blk < nblk; blk++) {
-      const int st = blk % kStages, pst = (blk - 1) % kStages;
-      mbar_wait(&k_full[st], (blk / kStages) & 1);
-      mbar_wait(&v_full[pst], ((blk - 1) / kStages) & 1);
+      const int st = stage(blk), pst = stage(blk - 1);
+      mbar_wait(&k_full[st], phase(blk));
+      mbar_wait(&v_full[pst], phase(blk - 1));
       turn_begin();
       issue_qk(st);
       issue_pv(pst);
@@ -393,13 +469,18 @@ __device__ __forceinline__ void tile(const CUtensorMap *tmQ, const CUtensorMap *
       if (lane == 0) mbar_arrive(&empty[pst]);
       rescale_and_pack();
     }
-    const int last = nblk - 1, lst = last % kStages;
-    mbar_wait(&v_full[lst], (last / kStages) & 1);
+    const int last = nblk - 1, lst = stage(last);
+    mbar_wait(&v_full[lst], phase(last));
     turn_begin();
     issue_pv(lst);
     turn_end(true);
     wgmma_wait<0>();
-    if (lane == 0) mbar_arrive(&empty[lst]);
+    if (lane == 0) {
+      mbar_arrive(&empty[lst]);
+      mbar_arrive(q_empty);  // every wgmma of the tile is done: Q may be replaced
+    }
+    ring += nblk;
+    tiles++;
 #pragma unroll
     for (int i = 0; i < D / 2; i++) fence_reg(o[i]);
 
@@ -441,14 +522,36 @@ template <int D, bool kFused>
 __global__ void __launch_bounds__(kThreads, 1)
     step_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                 const __grid_constant__ CUtensorMap tmV, attn_step_args a, __nv_bfloat16 *out_o,
-                float *out_lse) {
+                float *out_lse, int /* tiles: the persistent form's */) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char attn_v2_smem[];
-  __shared__ __align__(8) uint64_t bars[kBars];
-  // x: head (heads that share a KV head side by side, sharing K/V in L2);
-  // y: Q tile, the longest (last under a causal mask) first.
-  tile<D, kFused>(&tmQ, &tmK, &tmV, a, gridDim.y - 1 - blockIdx.y, blockIdx.x, attn_v2_smem,
-                  bars, out_o, out_lse);
+  run_tiles<D, kFused>(&tmQ, &tmK, &tmV, a, OneItem{}, AttnNoWait{}, attn_v2_smem, out_o, out_lse);
+#else
+  __trap();  // built without sm_90a: see the header comment
+#endif
+}
+
+// The host calls' persistent form (ATTN_V2_PERSISTENT): item w is head
+// w % hq of Q tile tiles - 1 - w / hq, so the longest tiles (last under a
+// causal mask) go first and heads that share a KV head run side by side.
+struct LongestFirst {
+  int hq, tiles;
+  __device__ void map(int w, int *q_tile, int *head) const {
+    *q_tile = tiles - 1 - w / hq;
+    *head = w % hq;
+  }
+};
+template <int D, bool kFused>
+__global__ void __launch_bounds__(kThreads, 1)
+    step_kernel_persistent(const __grid_constant__ CUtensorMap tmQ,
+                           const __grid_constant__ CUtensorMap tmK,
+                           const __grid_constant__ CUtensorMap tmV, attn_step_args a,
+                           __nv_bfloat16 *out_o, float *out_lse, int tiles) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char attn_v2_smem[];
+  run_tiles<D, kFused>(&tmQ, &tmK, &tmV, a,
+                       StrideItems<LongestFirst>{{a.shape.hq, tiles}, tiles * a.shape.hq},
+                       AttnNoWait{}, attn_v2_smem, out_o, out_lse);
 #else
   __trap();  // built without sm_90a: see the header comment
 #endif
@@ -490,7 +593,11 @@ inline cudaError_t launch(const attn_step_args *a, __nv_bfloat16 *o, float *lse,
       (e = make_rows_map(&mv, a->v, s.hkv, s.d, a->kv_rows, kBN)) != cudaSuccess)
     return e;
   const size_t smem = attn_step_v2_smem_bytes(s.d);
-  auto kernel = s.d == 128 ? step_kernel<128, kFused> : step_kernel<64, kFused>;
+  decltype(&step_kernel<128, kFused>) kernel;  // only the form in use is compiled
+  if constexpr (kPersistent)
+    kernel = s.d == 128 ? step_kernel_persistent<128, kFused> : step_kernel_persistent<64, kFused>;
+  else
+    kernel = s.d == 128 ? step_kernel<128, kFused> : step_kernel<64, kFused>;
   static bool attr_set[2][64];  // once per device and d, as attn_step
   int dev = 0;
   if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
@@ -500,8 +607,17 @@ inline cudaError_t launch(const attn_step_args *a, __nv_bfloat16 *o, float *lse,
     if (e != cudaSuccess) return e;
     if (done) *done = true;
   }
-  dim3 grid((unsigned)s.hq, (unsigned)tiles);
-  kernel<<<grid, kThreads, smem, stream>>>(mq, mk, mv, *a, o, lse);
+  if (kPersistent) {
+    int sms = 0;
+    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
+      return e;
+    const long long items = (long long)tiles * s.hq;
+    const int grid = items < sms ? (int)items : sms;
+    kernel<<<grid, kThreads, smem, stream>>>(mq, mk, mv, *a, o, lse, tiles);
+  } else {
+    dim3 grid((unsigned)s.hq, (unsigned)tiles);
+    kernel<<<grid, kThreads, smem, stream>>>(mq, mk, mv, *a, o, lse, tiles);
+  }
   return cudaGetLastError();
 }
 }  // namespace cuco_attn_v2
@@ -531,6 +647,60 @@ inline cudaError_t attn_fwd_v2(const attn_step_args *a, __nv_bfloat16 *o, float 
   return e != cudaSuccess ? e : cuco_attn_v2::launch<true>(&c, o, lse, stream);
 }
 
+// ---------------------------------------------------------------------------
+// Device entry for persistent kernels (placement=per_tile), v2's
+// counterpart of attn_step_tile.  The caller's kernel:
+//
+//   struct MySched { __device__ void map(int w, int *q_tile, int *head) const; };
+//   __global__ void __launch_bounds__(ATTN_V2_THREADS, 1)
+//   k(const __grid_constant__ attn_v2_maps maps, attn_step_args a, int n, ...) {
+//     extern __shared__ unsigned char smem[];  // attn_step_v2_smem_bytes(d)
+//     attn_step_v2_tiles<128>(maps, a, MySched{...}, n, smem);  // the last thing it does
+//   }
+//
+// launched with ATTN_V2_THREADS (384) threads, its dynamic shared memory set
+// with cudaFuncSetAttribute, and the maps made by attn_step_v2_maps for
+// those q, k, v (kernel parameters: TMA reads the maps where they are).  CTA
+// b folds items w = b, b + gridDim.x, ... < n, item w being (q_tile, head)
+// = sched.map(w), with the same state rules as attn_step_v2 (bit for bit the
+// same results).  PRO (optional) is the producer's hook: pro.wait(q_tile,
+// head) returns once that tile's inputs are in memory (e.g. polls a flag
+// raised after a ring hop landed); the TMA loads come after it.
+// The call ends the kernel for its threads: the producer warpgroup gives
+// its registers to the consumers (setmaxnreg) and they never meet again.
+#define ATTN_V2_THREADS 384
+struct attn_v2_maps {
+  CUtensorMap q, k, v;
+};
+
+template <int kUnused = 0>
+inline cudaError_t attn_step_v2_maps(const attn_step_args *a, attn_v2_maps *m) {
+  cudaError_t e = attn_step_check(a);
+  if (e != cudaSuccess) return e;
+  if (!m) return cudaErrorInvalidValue;
+  using cuco_attn_v2::make_rows_map;
+  const attn_shape &s = a->shape;
+  if ((e = make_rows_map(&m->q, a->q, s.hq, s.d, a->q_rows, cuco_attn_v2::kBM)) != cudaSuccess ||
+      (e = make_rows_map(&m->k, a->k, s.hkv, s.d, a->kv_rows, cuco_attn_v2::kBN)) != cudaSuccess)
+    return e;
+  return make_rows_map(&m->v, a->v, s.hkv, s.d, a->kv_rows, cuco_attn_v2::kBN);
+}
+
+template <int D, class Sched, class Pro = cuco_attn_v2::AttnNoWait>
+__device__ __forceinline__ void attn_step_v2_tiles(const attn_v2_maps &maps,
+                                                   const attn_step_args &a, Sched sched, int n,
+                                                   void *smem, Pro pro = Pro()) {
+  static_assert(D == 64 || D == 128, "attn_step_v2_tiles: D is 64 or 128");
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  cuco_attn_v2::run_tiles<D, false>(&maps.q, &maps.k, &maps.v, a,
+                                    cuco_attn_v2::StrideItems<Sched>{sched, n}, pro,
+                                    static_cast<unsigned char *>(smem), nullptr, nullptr);
+#else
+  (void)maps, (void)a, (void)sched, (void)n, (void)smem, (void)pro;
+  __trap();  // built without sm_90a: see the header comment
+#endif
+}
+
 // Whether attn_step_v2 runs on the current device: compute capability 9.0
 // and this program built with its sm_90a body.  Built for another target the
 // kernel is a trap without the barriers' static shared memory, which is how
@@ -548,7 +718,12 @@ inline bool attn_step_v2_available() {
             major == 9 && minor == 0;
   if (ok) {
     cudaFuncAttributes fa;
-    ok = cudaFuncGetAttributes(&fa, cuco_attn_v2::step_kernel<128, false>) == cudaSuccess &&
+    cudaError_t e;
+    if constexpr (cuco_attn_v2::kPersistent)
+      e = cudaFuncGetAttributes(&fa, cuco_attn_v2::step_kernel_persistent<128, false>);
+    else
+      e = cudaFuncGetAttributes(&fa, cuco_attn_v2::step_kernel<128, false>);
+    ok = e == cudaSuccess &&
          fa.sharedSizeBytes >= sizeof(uint64_t) * cuco_attn_v2::kBars;
     if (!ok) (void)cudaGetLastError();  // no image for this device: not sticky
   }

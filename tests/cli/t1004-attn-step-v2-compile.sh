@@ -9,7 +9,8 @@
 # includes the header compiles no v2 kernel (the host calls are templates);
 # a build for plain sm_90 compiles (the kernel traps there and
 # attn_step_v2_available() says so); bench/attn_step_bench.cu builds with
-# -DATTN_BENCH_V2; the host-only argument checker, built with v2, passes on
+# -DATTN_BENCH_V2, with a persistent user of the device entry
+# attn_step_v2_tiles; the host-only argument checker, built with v2, passes on
 # this GPU-less CPU.  Skipped when nvcc is missing.
 . "$(dirname "$0")/lib.sh"
 
@@ -87,6 +88,9 @@ else not_ok "the v2 calls compile for plain sm_90" "$(tail -5 "$TMP/user90.log")
 if wait $p5; then ok "bench/attn_step_bench.cu compiles with -DATTN_BENCH_V2 for sm_90a"
 else not_ok "bench/attn_step_bench.cu -DATTN_BENCH_V2" "$(tail -5 "$TMP/bench.log")"; fi
 expect_no_grep "bench v2: no register spills" "$TMP/bench.log" "[1-9][0-9]* bytes spill"
+expect_grep "bench v2: its persistent user of attn_step_v2_tiles is built" "$TMP/bench.log" \
+  "Compiling entry function '_Z13persistent_v2"
+expect_no_grep "bench v2: no serialised wgmma" "$TMP/bench.log" "C7512|C7600|C7508"
 
 if wait $p6; then
   ok "the host-only argument checker builds with v2"
