@@ -22,7 +22,7 @@
 //   cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream);
 //   bool attn_step_v2_available();   // this device and this build run it
 //   cudaError_t attn_step_best(const attn_step_args *a, cudaStream_t stream);
-//                                    // v2 where available, else attn_step
+//                                    // v2 at d = 128 where available, else attn_step
 //   cudaError_t attn_fwd_v2(const attn_step_args *a, __nv_bfloat16 *o,
 //                           float *lse, cudaStream_t stream);
 //                                    // init + step + finalize, no state
@@ -575,13 +575,11 @@ inline size_t attn_step_v2_smem_bytes(int d) {
   return 0;
 }
 
-// The host calls are templates (the parameter is unused) so that a unit that
-// includes this header without calling them does not compile the kernels.
 namespace cuco_attn_v2 {
-// The launch behind attn_step_v2 and attn_fwd_v2 (A already checked).
-template <bool kFused>
-inline cudaError_t launch(const attn_step_args *a, __nv_bfloat16 *o, float *lse,
-                          cudaStream_t stream) {
+// The launch behind attn_step_v2 and attn_fwd_v2 (A already checked, d = D).
+template <int D, bool kFused>
+inline cudaError_t launch_d(const attn_step_args *a, __nv_bfloat16 *o, float *lse,
+                            cudaStream_t stream) {
   cudaError_t e;
   const int tiles = (a->q_rows + kBM - 1) / kBM;
   if (a->q_rows <= 0) return cudaSuccess;
@@ -593,15 +591,15 @@ inline cudaError_t launch(const attn_step_args *a, __nv_bfloat16 *o, float *lse,
       (e = make_rows_map(&mv, a->v, s.hkv, s.d, a->kv_rows, kBN)) != cudaSuccess)
     return e;
   const size_t smem = attn_step_v2_smem_bytes(s.d);
-  decltype(&step_kernel<128, kFused>) kernel;  // only the form in use is compiled
+  decltype(&step_kernel<D, kFused>) kernel;  // only the form in use is compiled
   if constexpr (kPersistent)
-    kernel = s.d == 128 ? step_kernel_persistent<128, kFused> : step_kernel_persistent<64, kFused>;
+    kernel = step_kernel_persistent<D, kFused>;
   else
-    kernel = s.d == 128 ? step_kernel<128, kFused> : step_kernel<64, kFused>;
+    kernel = step_kernel<D, kFused>;
   static bool attr_set[2][64];  // once per device and d, as attn_step
   int dev = 0;
   if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
-  bool *done = dev < 64 ? &attr_set[s.d == 128][dev] : nullptr;
+  bool *done = dev < 64 ? &attr_set[D == 128][dev] : nullptr;
   if (!done || !*done) {
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
@@ -620,14 +618,27 @@ inline cudaError_t launch(const attn_step_args *a, __nv_bfloat16 *o, float *lse,
   }
   return cudaGetLastError();
 }
+// KD = 0: the kernel of a's d (both are compiled); 64 or 128: that one only,
+// another d is refused.
+template <int kD, bool kFused>
+inline cudaError_t launch(const attn_step_args *a, __nv_bfloat16 *o, float *lse,
+                          cudaStream_t stream) {
+  if constexpr (kD == 0)
+    return a->shape.d == 128 ? launch_d<128, kFused>(a, o, lse, stream)
+                             : launch_d<64, kFused>(a, o, lse, stream);
+  else
+    return a->shape.d == kD ? launch_d<kD, kFused>(a, o, lse, stream) : cudaErrorInvalidValue;
+}
 }  // namespace cuco_attn_v2
 
-// The host calls are templates (the parameter is unused) so that a unit that
-// includes this header without calling them does not compile the kernels.
-template <int kUnused = 0>
+// The host calls are templates so that a unit that includes this header
+// without calling them compiles no kernel; KD (0: any) limits a call to d =
+// KD and compiles that kernel alone (a unit built only for d = 128 saves the
+// d = 64 kernel's ptxas time, about 2 s).
+template <int kD = 0>
 inline cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream) {
   cudaError_t e = attn_step_check(a);
-  return e != cudaSuccess ? e : cuco_attn_v2::launch<false>(a, nullptr, nullptr, stream);
+  return e != cudaSuccess ? e : cuco_attn_v2::launch<kD, false>(a, nullptr, nullptr, stream);
 }
 
 // init + step + attn_finalize in one kernel, without a state in memory: the
@@ -635,7 +646,7 @@ inline cudaError_t attn_step_v2(const attn_step_args *a, cudaStream_t stream) {
 // state.rows + row) of row = state_row0 + i, the layouts attn_finalize
 // writes; a->state's acc, m and l are not used (may be NULL), its rows and
 // state_row0 place the outputs.  kv_rows == 0 writes O = 0, LSE = -inf.
-template <int kUnused = 0>
+template <int kD = 0>
 inline cudaError_t attn_fwd_v2(const attn_step_args *a, __nv_bfloat16 *o, float *lse,
                                cudaStream_t stream) {
   if (!a || !o || !lse || cuco_attn::misaligned(o, 16) || cuco_attn::misaligned(lse, 4))
@@ -644,7 +655,7 @@ inline cudaError_t attn_fwd_v2(const attn_step_args *a, __nv_bfloat16 *o, float 
   c.state.acc = reinterpret_cast<float *>(o);  // 16-byte aligned, as acc must be 8
   c.state.m = c.state.l = lse;
   cudaError_t e = attn_step_check(&c);
-  return e != cudaSuccess ? e : cuco_attn_v2::launch<true>(&c, o, lse, stream);
+  return e != cudaSuccess ? e : cuco_attn_v2::launch<kD, true>(&c, o, lse, stream);
 }
 
 // ---------------------------------------------------------------------------
@@ -731,10 +742,12 @@ inline bool attn_step_v2_available() {
   return ok;
 }
 
-// The step on the best implementation at hand: v2 where it runs, else v1's
-// attn_step.  Same contract, same state; results differ from v1's in the
-// last bits (another summation order).
+// The step on the best implementation at hand: v2 at d = 128 where it runs
+// (the d it was measured and tuned at), else v1's attn_step.  Same
+// contract, same state; results differ from v1's in the last bits (another
+// summation order).  Only v2's d = 128 kernel is compiled.
 template <int kUnused = 0>
 inline cudaError_t attn_step_best(const attn_step_args *a, cudaStream_t stream) {
-  return attn_step_v2_available() ? attn_step_v2(a, stream) : attn_step(a, stream);
+  if (a && a->shape.d == 128 && attn_step_v2_available()) return attn_step_v2<128>(a, stream);
+  return attn_step(a, stream);
 }

@@ -57,8 +57,8 @@ struct sd {
 #endif
 // one_rank=fused|steps (a word): with one rank holding the whole sequence
 // in order, fused computes it with one attn_fwd_v2 call per batch where the
-// step v2 runs (sd_whole); steps takes the ring's path (init, the pairs'
-// steps, finalize), as at R > 1.
+// step v2 runs, at D = 128 (sd_whole); steps takes the ring's path (init,
+// the pairs' steps, finalize), as at R > 1.
 #ifndef CUCO_PARAM_one_rank
 #define CUCO_PARAM_one_rank fused
 #endif
@@ -201,7 +201,7 @@ static int sd_whole(struct wl_ctx *ctx, struct sd *u) {
     a.mask = ATTN_MASK_CAUSAL;
     a.state.rows = (int)(s->B * rows);  // O [B*rows][HQ][D], LSE [HQ][B*rows]
     a.state_row0 = (int)(b * rows);
-    RT_CUDA(ctx, attn_fwd_v2(&a, u->io.O, u->io.LSE, rt_stream(ctx)));
+    RT_CUDA(ctx, attn_fwd_v2<128>(&a, u->io.O, u->io.LSE, rt_stream(ctx)));
   }
   return 0;
 }
@@ -212,7 +212,7 @@ static int step(struct wl_ctx *ctx, struct sd *u) {
   const size_t n = wa_kv_elems(s), bytes = n * 2;
   const int G = CUCO_PARAM_comm_ctas, T = CUCO_PARAM_copy_threads;
   (void)G, (void)T;
-  if (SD_OR == SD_OR_fused && sd_whole_in_order(s) && attn_step_v2_available())
+  if (SD_OR == SD_OR_fused && s->D == 128 && sd_whole_in_order(s) && attn_step_v2_available())
     return sd_whole(ctx, u);
   if (wa_state_init(ctx, s, u->st, st) != 0) return -1;
 #if SD_PATTERN == SD_PAT_allgather && CUCO_BACKEND == CUCO_BACKEND_LSA
