@@ -62,22 +62,25 @@ __device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, unsigned bytes) {
 __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
 }
+// Whether the phase with the given parity has completed (one try).
+__device__ __forceinline__ bool mbar_try_wait(uint64_t *bar, unsigned parity) {
+  unsigned done;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(smem_u32(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 // Wait until the phase with the given parity has completed; trap after 10 s.
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity) {
-  unsigned addr = smem_u32(bar);
-  unsigned done = 0;
   unsigned long long t0 = 0;
   for (int spins = 0;; spins++) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(addr), "r"(parity)
-        : "memory");
-    if (done) return;
+    if (mbar_try_wait(bar, parity)) return;
     if (spins == 1024) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
     if (spins > 1024 && (spins & 1023) == 0) {
       unsigned long long t;
