@@ -19,12 +19,14 @@
 //        attn_step_tile (few CTAs looping over tiles) is bitwise equal to
 //        attn_step.  Pass: rel L2(O) <= 1e-2, every row's rel error <= 2e-2,
 //        |dLSE| <= 1e-3, no NaN; fold/merge vs one call rel L2 <= 2e-3.
-// bench: causal, Hq=32 Hkv=8 D=128 (Llama-3.1-8B) at each S: median of timed
-//        runs (CUDA events, after warm-up) of attn_step alone (state init
-//        outside the timing) and of init+step+finalize (comparable with
-//        SDPA, which writes O); TFLOP/s with FLOP = 2*S^2*Hq*D (causal half of
-//        4*S^2*Hq*D).  The timed output is verified on sampled rows (the
-//        last rows, random rows) of three heads against fp64.
+// bench: Hq=32, D=128 (Llama-3.1-8B), Hkv (--hkv, 8) and mask (--mask,
+//        causal) at each S: median of timed runs (CUDA events, after
+//        warm-up) of attn_step alone (state init outside the timing), of
+//        init+step+finalize (comparable with SDPA, which writes O) and, with
+//        v2, of attn_fwd_v2, taking turns within each run; TFLOP/s with FLOP
+//        = 2*S^2*Hq*D causal, 4*S^2*Hq*D full.  The last timed output is
+//        verified on sampled rows (the last rows, random rows) of three heads
+//        against fp64.
 // Writes DIR/attn_step_test.json and DIR/attn_step_bench.json.
 // Exit: 0 all passed, 3 a check failed, 4 CUDA error, 2 usage.
 #include <algorithm>
@@ -672,44 +674,38 @@ static void run_bench(const std::vector<int> &sizes, int reps, int hkv, attn_mas
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    std::vector<double> t_step, t_full;
-    for (int it = 0; it < reps + 3; it++) {  // 3 warm-up runs
-      CK(attn_state_init(st.st, hq, d, 0));
+    // The timings take turns within each run (step alone, init + step +
+    // finalize, fused), so that none of them runs on a warmer GPU than the
+    // others; 3 warm-up runs.
+    auto timed = [&](auto &&work) {
       CK(cudaEventRecord(e0));
-      CK(step(s, st, 0, S, 0, S, 0, mask));
+      work();
       CK(cudaEventRecord(e1));
       CK(cudaEventSynchronize(e1));
       float ms;
       CK(cudaEventElapsedTime(&ms, e0, e1));
-      if (it >= 3) t_step.push_back(ms);
-    }
-    for (int it = 0; it < reps + 3; it++) {
-      CK(cudaEventRecord(e0));
-      CK(attn_state_init(st.st, hq, d, 0));
-      CK(step(s, st, 0, S, 0, S, 0, mask));
-      CK(attn_finalize(st.st, hq, d, o, lse, 0));
-      CK(cudaEventRecord(e1));
-      CK(cudaEventSynchronize(e1));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      if (it >= 3) t_full.push_back(ms);
-    }
-    std::vector<double> t_fused;
+      return (double)ms;
+    };
+    std::vector<double> t_step, t_full, t_fused;
 #ifdef ATTN_BENCH_V2
-    {  // attn_fwd_v2: the same O and LSE without the state
-      attn_step_args a = args_for(s, 0, S, 0, S, mask, 0.f);
-      a.state.rows = S;
-      for (int it = 0; it < reps + 3; it++) {
-        CK(cudaEventRecord(e0));
-        CK(attn_fwd_v2(&a, o, lse, 0));
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (it >= 3) t_fused.push_back(ms);
-      }
-    }
+    attn_step_args fa = args_for(s, 0, S, 0, S, mask, 0.f);  // attn_fwd_v2: no state
+    fa.state.rows = S;
 #endif
+    for (int it = 0; it < reps + 3; it++) {
+      CK(attn_state_init(st.st, hq, d, 0));  // outside the step's timing
+      double ms = timed([&] { CK(step(s, st, 0, S, 0, S, 0, mask)); });
+      if (it >= 3) t_step.push_back(ms);
+      ms = timed([&] {
+        CK(attn_state_init(st.st, hq, d, 0));
+        CK(step(s, st, 0, S, 0, S, 0, mask));
+        CK(attn_finalize(st.st, hq, d, o, lse, 0));
+      });
+      if (it >= 3) t_full.push_back(ms);
+#ifdef ATTN_BENCH_V2
+      ms = timed([&] { CK(attn_fwd_v2(&fa, o, lse, 0)); });  // the same O and LSE
+      if (it >= 3) t_fused.push_back(ms);
+#endif
+    }
     // Verify the last timed output (fused when timed, else init + step +
     // finalize) on sampled rows of three heads.
     Out out;
