@@ -166,8 +166,7 @@ __device__ __forceinline__ TileInfo tile_info(const attn_step_args &a, int q_til
   TileInfo t;
   t.row0 = q_tile * kBM;
   t.rows = a.q_rows - t.row0 < kBM ? a.q_rows - t.row0 : kBM;
-  t.skip = t.rows <= 0;
-  const int lim_last = t.skip ? -1 : cuco_attn::row_lim(a, t.row0 + t.rows - 1);
+  const int lim_last = t.rows > 0 ? cuco_attn::row_lim(a, t.row0 + t.rows - 1) : -1;
   t.skip = lim_last < 0;
   t.nblk = t.skip ? 0 : (lim_last + kBN) / kBN;
   t.lim_first = t.skip ? -1 : cuco_attn::row_lim(a, t.row0);
@@ -228,7 +227,7 @@ __device__ __forceinline__ void run_tiles(const CUtensorMap *tmQ, const CUtensor
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
   unsigned char *sQ = smem;
   auto sK = [&](int s) { return smem + C::kQBytes + s * 2 * C::kKVBytes; };
-  auto sV = [&](int s) { return smem + C::kQBytes + s * 2 * C::kKVBytes + C::kKVBytes; };
+  auto sV = [&](int s) { return sK(s) + C::kKVBytes; };
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int hq = a.shape.hq, hkv = a.shape.hkv;
   uint64_t *q_full = bars, *q_empty = bars + 1, *k_full = bars + 2,
@@ -547,6 +546,16 @@ inline cudaError_t make_rows_map(CUtensorMap *m, const void *base, int heads, in
   cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
   return cuco_gemm::detail::make_map(m, base, 2, dims, strides, box);
 }
+// The three maps of a step's q, k and v (A already checked).
+inline cudaError_t make_maps(const attn_step_args *a, CUtensorMap *q, CUtensorMap *k,
+                             CUtensorMap *v) {
+  const attn_shape &s = a->shape;
+  cudaError_t e;
+  if ((e = make_rows_map(q, a->q, s.hq, s.d, a->q_rows, kBM)) != cudaSuccess ||
+      (e = make_rows_map(k, a->k, s.hkv, s.d, a->kv_rows, kBN)) != cudaSuccess)
+    return e;
+  return make_rows_map(v, a->v, s.hkv, s.d, a->kv_rows, kBN);
+}
 
 }  // namespace cuco_attn_v2
 
@@ -567,12 +576,11 @@ inline cudaError_t launch_d(const attn_step_args *a, __nv_bfloat16 *o, float *ls
   if (a->kv_rows == 0 && !kFused) return cudaSuccess;  // nothing to fold
   const attn_shape &s = a->shape;
   CUtensorMap mq, mk, mv;
-  if ((e = make_rows_map(&mq, a->q, s.hq, s.d, a->q_rows, kBM)) != cudaSuccess ||
-      (e = make_rows_map(&mk, a->k, s.hkv, s.d, a->kv_rows, kBN)) != cudaSuccess ||
-      (e = make_rows_map(&mv, a->v, s.hkv, s.d, a->kv_rows, kBN)) != cudaSuccess)
-    return e;
+  if ((e = make_maps(a, &mq, &mk, &mv)) != cudaSuccess) return e;
   const size_t smem = attn_step_v2_smem_bytes(s.d);
-  decltype(&step_kernel<D, kFused>) kernel;  // only the form in use is compiled
+  // only the form in use is compiled (both share this type)
+  void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap, attn_step_args, __nv_bfloat16 *, float *,
+                 int);
   if constexpr (kPersistent)
     kernel = step_kernel_persistent<D, kFused>;
   else
@@ -669,13 +677,7 @@ template <int kUnused = 0>
 inline cudaError_t attn_step_v2_maps(const attn_step_args *a, attn_v2_maps *m) {
   cudaError_t e = attn_step_check(a);
   if (e != cudaSuccess) return e;
-  if (!m) return cudaErrorInvalidValue;
-  using cuco_attn_v2::make_rows_map;
-  const attn_shape &s = a->shape;
-  if ((e = make_rows_map(&m->q, a->q, s.hq, s.d, a->q_rows, cuco_attn_v2::kBM)) != cudaSuccess ||
-      (e = make_rows_map(&m->k, a->k, s.hkv, s.d, a->kv_rows, cuco_attn_v2::kBN)) != cudaSuccess)
-    return e;
-  return make_rows_map(&m->v, a->v, s.hkv, s.d, a->kv_rows, cuco_attn_v2::kBN);
+  return m ? cuco_attn_v2::make_maps(a, &m->q, &m->k, &m->v) : cudaErrorInvalidValue;
 }
 
 template <int D, class Sched, class Pro = cuco_attn_v2::AttnNoWait>

@@ -238,36 +238,27 @@ run "overhead_off_unpaced" 0 baseline "${P8[@]}" --iters 200 --skip-check all
 run "overhead_on_unpaced" 0 baseline "${P8[@]}" --iters 40
 
 # ---- torch.matmul on the same shapes (outside reference, not part of cuco)
-python3 - "$RES" "${BSIZES[@]}" <<'PY' >>"$LOG" 2>&1
-import json, sys
-res = sys.argv[1]
-try:
-    import torch
-except Exception as e:
-    open(res, "a").write(json.dumps({"label": "torch", "error": str(e)}) + "\n"); sys.exit(0)
-for sz in sys.argv[2:]:
-    name, p = sz.split(":")
-    d = dict(kv.split("=") for kv in p.split(","))
-    M, K, N = int(d["M"]), int(d["K"]), int(d["N"])
-    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
-    for _ in range(5): torch.matmul(a, b)
-    ts = []
-    for _ in range(30):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); torch.matmul(a, b); e.record(); torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e))
-    ts.sort()
-    med = ts[len(ts) // 2]
-    open(res, "a").write(json.dumps({"label": "torch_" + name, "median_ms": med,
-        "tflops": 2 * M * K * N / med / 1e9, "torch": torch.__version__}) + "\n")
-PY
+TSPECS=()  # NAME:M,K,N for tests/gpu/gemm_torch.py
+for sz in "${BSIZES[@]}"; do
+  p=${sz#*:}
+  p=${p//M=/} p=${p//K=/} p=${p//N=/}
+  TSPECS+=("${sz%%:*}:$p")
+done
+python3 tests/gpu/gemm_torch.py "${TSPECS[@]}" >"$W/torch.json" 2>>"$LOG" ||
+  echo "torch anchor failed (see above)" >>"$LOG"
 
 # ---- results + summary
-python3 - "$RES" "$OUT" "$W/machine.json" "$(($(date +%s) - T_START))" <<'PY'
+python3 - "$RES" "$OUT" "$W/machine.json" "$(($(date +%s) - T_START))" "$W/torch.json" <<'PY'
 import json, sys
-res, out, mpath, secs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+res, out, mpath, secs, tpath = sys.argv[1:6]
 recs = [json.loads(l) for l in open(res) if l.strip()]
+try:
+    tj = json.load(open(tpath))
+except Exception as e:
+    tj = {"error": str(e)}
+for t in tj.get("results", []):
+    recs.append({"label": "torch_" + t["size"], "median_ms": t["median_ms"], "tflops": t["tflops"],
+                 "torch": tj.get("torch")})
 machine = json.load(open(mpath))
 json.dump({"machine": machine, "seconds": int(secs), "runs": recs}, open(out + "/results.json", "w"), indent=1)
 by = {r["label"]: r for r in recs}

@@ -10,8 +10,8 @@
 #   3. the outside anchors: torch's GEMM + RoPE on kv_transfer's shapes
 #      (torch-kv_transfer.anchor.json), torch._grouped_mm on moe_dsv3's
 #      expert GEMMs (torch-moe_dsv3.anchor.json);
-#   3b. CANDIDATES (WL:FILE ...): whole candidate files through --candidate,
-#      and gemm_allgather's anchor (tests/gpu/gemm_torch.py) when it is in WLS;
+#      gemm_allgather's: torch.matmul (tests/gpu/gemm_torch.py) when it is
+#      in WLS;
 #   4. CHEATS: the cheat suites of these workloads (verify only);
 #   5. VRANKS: these workloads' seeds at --vranks 2 (verify only; a
 #      protocol test, never a performance number).
@@ -59,15 +59,6 @@ case " ${WLS:-kv_transfer moe_dsv3} " in
   gpu_capped torch-gemm_allgather 120 "$OUT/torch-gemm_allgather.anchor.json" \
     python3 "$ROOT/tests/gpu/gemm_torch.py" ;;
 esac
-# CANDIDATES: whole files judged beside the seed through --candidate, as
-# WL:FILE (a candidate: the seed's frozen text with its own EVOLVE block;
-# gemm_allgather's seed_tile.cu is not one, tests/gpu/gemm_ag.sh runs it):
-# WL-cand-NAME.json
-for c in ${CANDIDATES:-}; do
-  cwl=${c%%:*} cf=${c#*:}
-  gpu_capped "$cwl-cand-$(basename "$cf" .cu)" 150 "$OUT/$cwl-cand-$(basename "$cf" .cu).json" \
-    ./cuco eval "workloads/$cwl" --candidate "$cf" --json
-done
 # CHEATS: workloads whose cheat suite runs after (verify only; the seed
 # changed under them)
 for wl in ${CHEATS:-}; do
