@@ -64,11 +64,19 @@ constexpr bool kPingPong = ATTN_V2_PINGPONG;  // warpgroups take turns at the GE
 #endif
 constexpr bool kLazyRescale = ATTN_V2_LAZY_RESCALE;  // skip O *= 1
 // 1: the host calls launch one CTA an SM looping over (Q tile, head), the
-// longest tiles first, instead of one CTA a tile (not yet measured).
+// longest tiles first, instead of one CTA a tile.
 #ifndef ATTN_V2_PERSISTENT
 #define ATTN_V2_PERSISTENT 0
 #endif
 constexpr bool kPersistent = ATTN_V2_PERSISTENT;
+// The host calls' launch order: Q tiles of one head side by side, kGroup of
+// them, so that the CTAs in flight share K/V blocks in L2 (with MHA, every
+// head has its own K/V; head-first order runs ~32 heads' streams at once).
+#ifndef ATTN_V2_GROUP
+#define ATTN_V2_GROUP 1
+#endif
+constexpr int kGroup = ATTN_V2_GROUP;
+static_assert(kGroup >= 1, "ATTN_V2_GROUP is a count of Q tiles");
 constexpr int kThreads = 384; // the producer warpgroup + 2 consumer warpgroups
 constexpr int kBars = 2 + 3 * kStages;  // q_full, q_empty, k_full[], v_full[], empty[]
 
@@ -173,14 +181,31 @@ __device__ __forceinline__ TileInfo tile_info(const attn_step_args &a, int q_til
   return t;
 }
 
-// The items of one CTA: the standalone kernel's one (x = head, y = Q tile,
-// the longest, last under a causal mask, first), or a persistent caller's
-// w = blockIdx.x, + gridDim.x, ... < n mapped by its scheduler.
+// The host calls' order of the hq * tiles items (Q tile, head): groups of
+// kGroup Q tiles, the longest (last under a causal mask) first; within a
+// group, heads in order (those sharing a KV head side by side), each head's
+// tiles of the group side by side.  kGroup = 1: every head's last tile, then
+// every head's tile before it, ...
+struct LongestFirst {
+  int hq, tiles;
+  __device__ void map(int w, int *q_tile, int *head) const {
+    const int per = kGroup * hq;
+    const int g = w / per, r = w - g * per;
+    const int left = tiles - g * kGroup;
+    const int gs = left < kGroup ? left : kGroup;  // the last group may be short
+    *head = r / gs;
+    *q_tile = tiles - 1 - (g * kGroup + r % gs);
+  }
+};
+
+// The items of one CTA: the standalone kernel's one (item blockIdx.x of
+// LongestFirst), or a persistent caller's w = blockIdx.x, + gridDim.x, ...
+// < n mapped by its scheduler.
 struct OneItem {
+  LongestFirst order;
   __device__ int count() const { return 1; }
   __device__ void get(int, int *q_tile, int *head) const {
-    *q_tile = gridDim.y - 1 - blockIdx.y;
-    *head = blockIdx.x;
+    order.map((int)blockIdx.x, q_tile, head);
   }
 };
 template <class Sched>
@@ -502,25 +527,18 @@ template <int D, bool kFused>
 __global__ void __launch_bounds__(kThreads, 1)
     step_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                 const __grid_constant__ CUtensorMap tmV, attn_step_args a, __nv_bfloat16 *out_o,
-                float *out_lse, int /* tiles: the persistent form's */) {
+                float *out_lse, int tiles) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char attn_v2_smem[];
-  run_tiles<D, kFused>(&tmQ, &tmK, &tmV, a, OneItem{}, AttnNoWait{}, attn_v2_smem, out_o, out_lse);
+  run_tiles<D, kFused>(&tmQ, &tmK, &tmV, a, OneItem{{a.shape.hq, tiles}}, AttnNoWait{},
+                       attn_v2_smem, out_o, out_lse);
 #else
   __trap();  // built without sm_90a: see the header comment
 #endif
 }
 
-// The host calls' persistent form (ATTN_V2_PERSISTENT): item w is head
-// w % hq of Q tile tiles - 1 - w / hq, so the longest tiles (last under a
-// causal mask) go first and heads that share a KV head run side by side.
-struct LongestFirst {
-  int hq, tiles;
-  __device__ void map(int w, int *q_tile, int *head) const {
-    *q_tile = tiles - 1 - w / hq;
-    *head = w % hq;
-  }
-};
+// The host calls' persistent form (ATTN_V2_PERSISTENT): CTA b folds items
+// b, b + gridDim.x, ... of LongestFirst.
 template <int D, bool kFused>
 __global__ void __launch_bounds__(kThreads, 1)
     step_kernel_persistent(const __grid_constant__ CUtensorMap tmQ,
@@ -602,8 +620,9 @@ inline cudaError_t launch_d(const attn_step_args *a, __nv_bfloat16 *o, float *ls
     const int grid = items < sms ? (int)items : sms;
     kernel<<<grid, kThreads, smem, stream>>>(mq, mk, mv, *a, o, lse, tiles);
   } else {
-    dim3 grid((unsigned)s.hq, (unsigned)tiles);
-    kernel<<<grid, kThreads, smem, stream>>>(mq, mk, mv, *a, o, lse, tiles);
+    const long long items = (long long)tiles * s.hq;  // <= 2^31 - 1: rows and heads are ints
+    if (items > 0x7fffffff) return cudaErrorInvalidValue;
+    kernel<<<(unsigned)items, kThreads, smem, stream>>>(mq, mk, mv, *a, o, lse, tiles);
   }
   return cudaGetLastError();
 }

@@ -8,7 +8,7 @@
 #   (causal,none), V1=0 skips v1's bench, SAN=0 the sanitizer.
 #   VARIANTS: "NAME:-DX=1 -DY=2;NAME2:..." extra v2 builds (A/B of the
 #   ATTN_V2_* switches), each checked (--small) and benched at SIZES, GQA,
-#   MASKS: VNAME/ beside v2/, rows "v2-NAME" in summary.txt.
+#   MASKS and VHKV (8): VNAME/ beside v2/, rows "v2-NAME" in summary.txt.
 # 1. build bench/attn_step_bench.cu twice for sm_90a: -DATTN_BENCH_V2 (every
 #    check and the bench call attn_step_v2) and v1; ptxas -v in build.log;
 # 2. v2's correctness checks against fp64 (the same suite as v1's, less the
@@ -84,7 +84,7 @@ for v in "${VLIST[@]}"; do
   grep -A3 "cuco_attn_v2" "$OUT/build-$n.log" | grep -E "spill|C7" | sed "s/^/$n: /" | tee -a "$SUM"
   timeout 60 "$WORK/v-$n" --mode test --small --out "$OUT/v-$n" >"$OUT/v-$n/test.log" 2>&1
   gpu_step "variant $n checks (small)" $?
-  timeout 120 "$WORK/v-$n" --mode bench --sizes "$SIZES" --reps "$REPS" --hkv 8 --mask "$MASKS" \
+  timeout 120 "$WORK/v-$n" --mode bench --sizes "$SIZES" --reps "$REPS" --hkv "${VHKV:-8}" --mask "$MASKS" \
     --out "$OUT/v-$n" >"$OUT/v-$n/bench.log" 2>&1
   gpu_step "variant $n bench" $?
   grep -E '^BENCH' "$OUT/v-$n/bench.log" | sed "s/^BENCH attn_step_v2/BENCH v2-$n/" | tee -a "$SUM"
