@@ -6,7 +6,7 @@
 //                   [--sizes 8192,16384,32768]
 //
 // test:  against an fp64 CPU reference (inputs are the bf16 values), at small
-//        and awkward shapes: S = 1, 48, 129, 200, 1000; D = 64, 128; Hq/Hkv =
+//        and awkward shapes: S = 1, 48, 129, 200, 1000, 2126; D = 64, 128; Hq/Hkv =
 //        32/8, 4/1, 8/8; causal and unmasked; a custom scale; large scores.
 //        Folding: the KV range split into chunks (awkward boundaries, a 1-key
 //        chunk) and folded call by call must match one call and the
@@ -618,6 +618,7 @@ static int run_tests(bool small) {
     shapes.push_back({1000, 32, 8, 128});
     shapes.push_back({1000, 8, 8, 64});
     shapes.push_back({1000, 4, 1, 128});
+    shapes.push_back({2126, 4, 2, 128});  // 17 Q tiles: v2's launch groups of 2, the last short
   }
   uint64_t seed = 1;
   for (const Sh &x : shapes) {

@@ -69,11 +69,16 @@ constexpr bool kLazyRescale = ATTN_V2_LAZY_RESCALE;  // skip O *= 1
 #define ATTN_V2_PERSISTENT 0
 #endif
 constexpr bool kPersistent = ATTN_V2_PERSISTENT;
-// The host calls' launch order: Q tiles of one head side by side, kGroup of
-// them, so that the CTAs in flight share K/V blocks in L2 (with MHA, every
-// head has its own K/V; head-first order runs ~32 heads' streams at once).
+// The host calls' launch order: Q tiles of one head side by side, up to
+// kGroup of them, so that the CTAs in flight share K/V blocks in L2.  With
+// MHA every head has its own K/V, and head-first order (group 1) streams
+// ~32 heads' K/V at once: on one H200, MHA full S = 32768 ran 497 TFLOP/s
+// at 1, 538 at 4, 566 at 8, 572 at 16, GQA within noise of 1
+// (bench/attn-v2-group-2026-12-03-h200.json).  A step of few tiles takes
+// groups of tiles / 8 (group_for): a group spans that many tile lengths,
+// and a wide spread under a causal mask leaves long tiles for the last wave.
 #ifndef ATTN_V2_GROUP
-#define ATTN_V2_GROUP 1
+#define ATTN_V2_GROUP 16
 #endif
 constexpr int kGroup = ATTN_V2_GROUP;
 static_assert(kGroup >= 1, "ATTN_V2_GROUP is a count of Q tiles");
@@ -182,21 +187,25 @@ __device__ __forceinline__ TileInfo tile_info(const attn_step_args &a, int q_til
 }
 
 // The host calls' order of the hq * tiles items (Q tile, head): groups of
-// kGroup Q tiles, the longest (last under a causal mask) first; within a
+// `group` Q tiles, the longest (last under a causal mask) first; within a
 // group, heads in order (those sharing a KV head side by side), each head's
-// tiles of the group side by side.  kGroup = 1: every head's last tile, then
+// tiles of the group side by side.  group = 1: every head's last tile, then
 // every head's tile before it, ...
 struct LongestFirst {
-  int hq, tiles;
-  __device__ void map(int w, int *q_tile, int *head) const {
-    const int per = kGroup * hq;
+  int hq, tiles, group;
+  __host__ __device__ void map(int w, int *q_tile, int *head) const {
+    const int per = group * hq;
     const int g = w / per, r = w - g * per;
-    const int left = tiles - g * kGroup;
-    const int gs = left < kGroup ? left : kGroup;  // the last group may be short
+    const int left = tiles - g * group;
+    const int gs = left < group ? left : group;  // the last group may be short
     *head = r / gs;
-    *q_tile = tiles - 1 - (g * kGroup + r % gs);
+    *q_tile = tiles - 1 - (g * group + r % gs);
   }
 };
+inline int group_for(int tiles) {
+  const int g = tiles / 8;
+  return g < 1 ? 1 : g > kGroup ? kGroup : g;
+}
 
 // The items of one CTA: the standalone kernel's one (item blockIdx.x of
 // LongestFirst), or a persistent caller's w = blockIdx.x, + gridDim.x, ...
@@ -527,10 +536,10 @@ template <int D, bool kFused>
 __global__ void __launch_bounds__(kThreads, 1)
     step_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                 const __grid_constant__ CUtensorMap tmV, attn_step_args a, __nv_bfloat16 *out_o,
-                float *out_lse, int tiles) {
+                float *out_lse, LongestFirst order) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char attn_v2_smem[];
-  run_tiles<D, kFused>(&tmQ, &tmK, &tmV, a, OneItem{{a.shape.hq, tiles}}, AttnNoWait{},
+  run_tiles<D, kFused>(&tmQ, &tmK, &tmV, a, OneItem{order}, AttnNoWait{},
                        attn_v2_smem, out_o, out_lse);
 #else
   __trap();  // built without sm_90a: see the header comment
@@ -544,11 +553,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     step_kernel_persistent(const __grid_constant__ CUtensorMap tmQ,
                            const __grid_constant__ CUtensorMap tmK,
                            const __grid_constant__ CUtensorMap tmV, attn_step_args a,
-                           __nv_bfloat16 *out_o, float *out_lse, int tiles) {
+                           __nv_bfloat16 *out_o, float *out_lse, LongestFirst order) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char attn_v2_smem[];
   run_tiles<D, kFused>(&tmQ, &tmK, &tmV, a,
-                       StrideItems<LongestFirst>{{a.shape.hq, tiles}, tiles * a.shape.hq},
+                       StrideItems<LongestFirst>{order, order.tiles * order.hq},
                        AttnNoWait{}, attn_v2_smem, out_o, out_lse);
 #else
   __trap();  // built without sm_90a: see the header comment
@@ -591,6 +600,10 @@ inline cudaError_t launch_d(const attn_step_args *a, __nv_bfloat16 *o, float *ls
   cudaError_t e;
   const int tiles = (a->q_rows + kBM - 1) / kBM;
   if (a->q_rows <= 0) return cudaSuccess;
+  // an item is a block index (or a persistent CTA's w), an int
+  const long long items = (long long)tiles * a->shape.hq;
+  if (items > 0x7fffffff) return cudaErrorInvalidValue;
+  const LongestFirst order{a->shape.hq, tiles, group_for(tiles)};
   if (a->kv_rows == 0 && !kFused) return cudaSuccess;  // nothing to fold
   const attn_shape &s = a->shape;
   CUtensorMap mq, mk, mv;
@@ -598,7 +611,7 @@ inline cudaError_t launch_d(const attn_step_args *a, __nv_bfloat16 *o, float *ls
   const size_t smem = attn_step_v2_smem_bytes(s.d);
   // only the form in use is compiled (both share this type)
   void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap, attn_step_args, __nv_bfloat16 *, float *,
-                 int);
+                 LongestFirst);
   if constexpr (kPersistent)
     kernel = step_kernel_persistent<D, kFused>;
   else
@@ -616,13 +629,10 @@ inline cudaError_t launch_d(const attn_step_args *a, __nv_bfloat16 *o, float *ls
     int sms = 0;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
       return e;
-    const long long items = (long long)tiles * s.hq;
     const int grid = items < sms ? (int)items : sms;
-    kernel<<<grid, kThreads, smem, stream>>>(mq, mk, mv, *a, o, lse, tiles);
+    kernel<<<grid, kThreads, smem, stream>>>(mq, mk, mv, *a, o, lse, order);
   } else {
-    const long long items = (long long)tiles * s.hq;  // <= 2^31 - 1: rows and heads are ints
-    if (items > 0x7fffffff) return cudaErrorInvalidValue;
-    kernel<<<(unsigned)items, kThreads, smem, stream>>>(mq, mk, mv, *a, o, lse, tiles);
+    kernel<<<(unsigned)items, kThreads, smem, stream>>>(mq, mk, mv, *a, o, lse, order);
   }
   return cudaGetLastError();
 }

@@ -13,6 +13,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include <vector>
+
 #include "attn_step.cuh"
 #ifdef ATTN_ARGS_V2
 #include "attn_step_v2.cuh"
@@ -81,6 +83,41 @@ static void bad(const char *name, const attn_step_args &a, bool fused_too = true
   (void)fused_too;
 #endif
 }
+
+#ifdef ATTN_ARGS_V2
+// The host calls' launch order visits every (Q tile, head) once, and no tile
+// of a later group is longer (a larger Q tile) than one of an earlier group.
+static void check_order() {
+  static const int hqs[] = {1, 3, 32};
+  bool ok = true;
+  char why[160] = "";
+  for (int tiles = 1; tiles <= 300 && ok; tiles++) {
+    for (int hq : hqs) {
+      const cuco_attn_v2::LongestFirst o{hq, tiles, cuco_attn_v2::group_for(tiles)};
+      std::vector<int> seen((size_t)tiles * hq, 0);
+      int prev_min = tiles;  // the smallest Q tile of the groups so far
+      for (int w = 0; w < tiles * hq && ok; w++) {
+        int t = -1, h = -1;
+        o.map(w, &t, &h);
+        if (t < 0 || t >= tiles || h < 0 || h >= hq || seen[(size_t)t * hq + h]++) {
+          snprintf(why, sizeof why, "tiles %d hq %d: item %d -> (tile %d, head %d)", tiles, hq, w, t, h);
+          ok = false;
+        } else if (w % (o.group * hq) == 0 && w > 0 && t >= prev_min) {
+          snprintf(why, sizeof why, "tiles %d hq %d: group at item %d starts at tile %d", tiles, hq, w, t);
+          ok = false;
+        }
+        if (t < prev_min) prev_min = t;
+      }
+    }
+  }
+  if (!ok) printf("  %s\n", why);
+  expect_true("v2 launch order: every (Q tile, head) once, groups longest first (tiles 1-300)", ok);
+  expect_true("v2 launch order: groups of tiles / 8, 1 to 16",
+              cuco_attn_v2::group_for(1) == 1 &&
+                  cuco_attn_v2::group_for(64) == (8 < cuco_attn_v2::kGroup ? 8 : cuco_attn_v2::kGroup) &&
+                  cuco_attn_v2::group_for(4096) == cuco_attn_v2::kGroup);
+}
+#endif
 
 int main() {
   int ndev = 0;
@@ -207,6 +244,7 @@ int main() {
   expect_true("v2 smem bytes: d=128 = 32 KiB Q + 3 stages x 64 KiB K,V + 1 KiB",
               attn_step_v2_smem_bytes(128) == 32768 + 3 * 65536 + 1024);
   expect_true("v2 smem bytes of a bad d is 0", attn_step_v2_smem_bytes(96) == 0);
+  check_order();
 #endif
   printf("checks %d failed %d\n", g_n, g_fail);
   return g_fail ? 1 : 0;

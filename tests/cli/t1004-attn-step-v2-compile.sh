@@ -99,6 +99,8 @@ if wait $p6; then
     expect_grep "attn_fwd_v2 refuses a null O" "$TMP/out" "^PASS attn_fwd_v2 refuses a null O"
     expect_grep "attn_fwd_v2 takes a 4-byte aligned LSE" "$TMP/out" "^PASS attn_fwd_v2 takes an LSE aligned"
     expect_grep "no GPU: attn_step_v2_available() is false" "$TMP/out" "^PASS attn_step_v2_available\(\) is false"
+    expect_grep "v2's launch order visits every (Q tile, head) once, longest groups first" "$TMP/out" \
+      "^PASS v2 launch order: every \(Q tile, head\) once"
     expect_no_grep "no FAIL line" "$TMP/out" "^FAIL"
   fi
 else
