@@ -598,14 +598,14 @@ template <int D, bool kFused>
 inline cudaError_t launch_d(const attn_step_args *a, __nv_bfloat16 *o, float *lse,
                             cudaStream_t stream) {
   cudaError_t e;
+  const attn_shape &s = a->shape;
   const int tiles = (a->q_rows + kBM - 1) / kBM;
   if (a->q_rows <= 0) return cudaSuccess;
   // an item is a block index (or a persistent CTA's w), an int
-  const long long items = (long long)tiles * a->shape.hq;
+  const long long items = (long long)tiles * s.hq;
   if (items > 0x7fffffff) return cudaErrorInvalidValue;
-  const LongestFirst order{a->shape.hq, tiles, group_for(tiles)};
   if (a->kv_rows == 0 && !kFused) return cudaSuccess;  // nothing to fold
-  const attn_shape &s = a->shape;
+  const LongestFirst order{s.hq, tiles, group_for(tiles)};
   CUtensorMap mq, mk, mv;
   if ((e = make_maps(a, &mq, &mk, &mv)) != cudaSuccess) return e;
   const size_t smem = attn_step_v2_smem_bytes(s.d);

@@ -119,7 +119,7 @@ compile_one() { # line
     for d in "${deps[@]}"; do
       [ -f "$d" ] && [ "$d" -nt "$obj" ] && stale=1
     done
-    [ -f "$obj.defs" ] && [ "$(cat "$obj.defs")" != "$defs$host_o" ] && stale=1
+    [ -f "$obj.defs" ] && [ "$(cat "$obj.defs")" != "$defs|$host_o" ] && stale=1
     [ "$stale" -eq 0 ] && { echo "ok (cached) $src $defs"; return 0; }
   fi
   # cuco eval's order: NVCC -arch -std -O3 -I<runtime> [-I<workload>]
@@ -133,7 +133,7 @@ compile_one() { # line
   done
   # shellcheck disable=SC2086
   if ${NVCC_LAUNCHER:-} "${cmd[@]}" $defs -c "$(realpath "$src")" -o "$obj" >"$obj.log" 2>&1; then
-    echo "$defs$host_o" >"$obj.defs"
+    echo "$defs|$host_o" >"$obj.defs"
     echo "ok $src $defs"
   else
     rm -f "$obj"
