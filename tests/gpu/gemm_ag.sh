@@ -72,14 +72,16 @@ pids+=($!)
 # takes the gather path there too, so that a 1-rank verify covers the waits
 build_impl seed_tile_gather $WL/seed_tile.cu -DST_R1_GATHER &
 pids+=($!)
-# ONLY=tile: the one-rank GEMM's grid and raster (CUCO-PARAM gemm_grid,
-# gemm_raster) beside the committed ones, verified at mid_a and benched
+# ONLY=tile: the one-rank GEMM's grid, raster and cluster (CUCO-PARAM
+# gemm_grid, gemm_raster, gemm_cluster) beside the committed ones, verified
+# at mid_a and at the pairs' shapes (an even count of M tiles), and benched.
+# TVARIANTS: NAME:GRID:RASTER:CLUSTER words.
 TVARS=()
 if [ "$ONLY" = tile ]; then
-  for v in pers8:persistent:8 tiles16:tiles:16; do
-    IFS=: read -r vn vg vr <<<"$v"
+  for v in ${TVARIANTS:-pers8:persistent:8:1 tiles16:tiles:16:1 cl2:tiles:8:2 cl2r4:tiles:4:2 cl2pers:persistent:8:2}; do
+    IFS=: read -r vn vg vr vc <<<"$v"
     TVARS+=("seed_tile_$vn")
-    build_impl "seed_tile_$vn" $WL/seed_tile.cu -DCUCO_PARAM_gemm_grid="$vg" -DCUCO_PARAM_gemm_raster="$vr" &
+    build_impl "seed_tile_$vn" $WL/seed_tile.cu -DCUCO_PARAM_gemm_grid="$vg" -DCUCO_PARAM_gemm_raster="$vr" -DCUCO_PARAM_gemm_cluster="${vc:-1}" &
     pids+=($!)
   done
 fi
@@ -172,8 +174,13 @@ for impl in seed_global seed_chunk; do
   done
 done
 
+# pairs_t: 10 M tiles (the last 48 rows), N and K tails; pairs_p: 256
+# pairs, more than fit at once (the persistent grid loops)
 for impl in "${TVARS[@]}"; do
   run "verify_${impl}_mid_a" 0 "$impl" --mode verify --perturb --params M=1032,K=1000,N=1048 --size-name mid_a --seed 7
+  run "verify_${impl}_small_a" 0 "$impl" --mode verify --perturb --params M=256,K=512,N=384 --size-name small_a --seed 7
+  run "verify_${impl}_pairs_t" 0 "$impl" --mode verify --perturb --params M=1200,K=1000,N=1048 --size-name pairs_t --seed 7
+  run "verify_${impl}_pairs_p" 0 "$impl" --mode verify --perturb --params M=2048,K=1024,N=8192 --size-name pairs_p --seed 7
 done
 
 # per_tile's waits are load-bearing: without them (data late) verify must fail.
@@ -274,7 +281,9 @@ L += ["", "## bench (median of the slowest rank, CUDA events)", "",
 flops = {"full_4k": 2 * 4096 * 8192 * 28672, "full_8k": 2 * 8192 * 8192 * 28672, "full_16k": 2 * 16384 * 8192 * 28672}
 for size, fl in flops.items():
     base = (by.get("bench_baseline_" + size) or {}).get("timing") or {}
-    for impl in ("baseline", "baseline_overlap", "seed", "seed_tile"):
+    tv = sorted({r["label"][len("bench_"):-len("_" + size)] for r in recs
+                 if r["label"].startswith("bench_seed_tile_") and r["label"].endswith("_" + size)})
+    for impl in ["baseline", "baseline_overlap", "seed", "seed_tile"] + tv:
         r = by.get("bench_%s_%s" % (impl, size))
         if not r: continue
         t = r.get("timing") or {}
