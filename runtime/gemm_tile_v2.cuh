@@ -469,25 +469,30 @@ inline cudaError_t v2_maps(const GemmArgs &args, CUtensorMap *ta_out, CUtensorMa
 }
 }  // namespace detail
 
-// Launch C = A*B with the v2 kernel (see gemm_tile_run for the arguments).
-// grid <= 0: one CTA per SM.  Returns the first CUDA error; cudaErrorNotSupported
-// when the driver has no tensor-map encoder.
-template <class Prologue = GemmNoWait, class Epilogue = GemmStoreC,
-          class Sched = GemmRasterSched<8>>
-cudaError_t gemm_tile_v2_run(const GemmArgs &args, Prologue pro, Epilogue epi,
-                             Sched sched = Sched(), int grid = 0, cudaStream_t stream = 0) {
+namespace detail {
+enum V2Kinds { kV2Any, kV2Dense, kV2Grouped };
+// gemm_tile_v2_run and its dense / grouped forms: KINDS says which kernels
+// this caller compiles (each is a wgmma kernel of its own, ~2 s of ptxas).
+template <int Kinds, class Prologue, class Epilogue, class Sched>
+cudaError_t v2_run(const GemmArgs &args, Prologue pro, Epilogue epi, Sched sched, int grid,
+                   cudaStream_t stream) {
   cudaError_t e = gemm_tile_check_args(args);
   if (e != cudaSuccess) return e;
   const bool grouped = args.group_offsets != nullptr;
   const bool batched = !grouped && args.num_groups > 1;
+  if ((Kinds == kV2Dense && grouped) || (Kinds == kV2Grouped && !grouped))
+    return cudaErrorInvalidValue;
   if (batched && (args.num_groups > kMaxGroups || args.b_group_stride % 8))
     return cudaErrorInvalidValue;
   if (args.M == 0 || args.N == 0) return cudaSuccess;
   CUtensorMap ta, tb;
-  if ((e = detail::v2_maps(args, &ta, &tb)) != cudaSuccess) return e;
-  auto kernel_dense = v2::gemm_tile_v2_kernel<false, Prologue, Epilogue, Sched>;
-  auto kernel_grouped = v2::gemm_tile_v2_kernel<true, Prologue, Epilogue, Sched>;
-  auto kernel = grouped ? kernel_grouped : kernel_dense;
+  if ((e = v2_maps(args, &ta, &tb)) != cudaSuccess) return e;
+  using KernelFn = void (*)(CUtensorMap, CUtensorMap, GemmArgs, Prologue, Epilogue, Sched);
+  KernelFn kernel = nullptr;
+  if constexpr (Kinds != kV2Grouped)
+    if (!grouped) kernel = v2::gemm_tile_v2_kernel<false, Prologue, Epilogue, Sched>;
+  if constexpr (Kinds != kV2Dense)
+    if (grouped) kernel = v2::gemm_tile_v2_kernel<true, Prologue, Epilogue, Sched>;
   static int cached_sms[2][64];  // attribute set + SM count, once per device and kernel
   int dev = 0;
   if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
@@ -510,11 +515,38 @@ cudaError_t gemm_tile_v2_run(const GemmArgs &args, Prologue pro, Epilogue epi,
   kernel<<<grid, v2::kThreads, v2::kSmemBytes, stream>>>(ta, tb, args, pro, epi, sched);
   return cudaGetLastError();
 }
+}  // namespace detail
+
+// Launch C = A*B with the v2 kernel (see gemm_tile_run for the arguments):
+// dense, batched or grouped, as ARGS say.  grid <= 0: one CTA per SM.
+// Returns the first CUDA error; cudaErrorNotSupported when the driver has no
+// tensor-map encoder.  A caller that knows its kind compiles one kernel, not
+// two: gemm_tile_v2_run_dense (dense or batched; grouped ARGS are
+// cudaErrorInvalidValue) and gemm_tile_v2_run_grouped (grouped only).
+template <class Prologue = GemmNoWait, class Epilogue = GemmStoreC,
+          class Sched = GemmRasterSched<8>>
+cudaError_t gemm_tile_v2_run(const GemmArgs &args, Prologue pro, Epilogue epi,
+                             Sched sched = Sched(), int grid = 0, cudaStream_t stream = 0) {
+  return detail::v2_run<detail::kV2Any>(args, pro, epi, sched, grid, stream);
+}
+template <class Prologue = GemmNoWait, class Epilogue = GemmStoreC,
+          class Sched = GemmRasterSched<8>>
+cudaError_t gemm_tile_v2_run_dense(const GemmArgs &args, Prologue pro, Epilogue epi,
+                                   Sched sched = Sched(), int grid = 0, cudaStream_t stream = 0) {
+  return detail::v2_run<detail::kV2Dense>(args, pro, epi, sched, grid, stream);
+}
+template <class Prologue = GemmNoWait, class Epilogue = GemmStoreC,
+          class Sched = GemmRasterSched<8>>
+cudaError_t gemm_tile_v2_run_grouped(const GemmArgs &args, Prologue pro, Epilogue epi,
+                                     Sched sched = Sched(), int grid = 0,
+                                     cudaStream_t stream = 0) {
+  return detail::v2_run<detail::kV2Grouped>(args, pro, epi, sched, grid, stream);
+}
 
 // gemm_tile_v2_run in clusters of 2 CTAs that share B (see "Pairs" in the
-// header comment): a dense GEMM whose M tiles are even in number; any other
-// shape (grouped, batched, an odd count of M tiles) runs gemm_tile_v2_run
-// instead.  SCHED orders the grid of tile-row PAIRS (so GemmRasterSched<8>
+// header comment): a dense GEMM whose M tiles are even in number; a batched
+// one or an odd count of M tiles runs gemm_tile_v2_run_dense instead, and
+// grouped ARGS are cudaErrorInvalidValue.  SCHED orders the grid of tile-row PAIRS (so GemmRasterSched<8>
 // makes panels of 16 tile rows).  grid: CTAs, rounded down to even; <= 0:
 // as many clusters as fit at once.  Only the caller that asks for pairs
 // compiles the cluster kernel.
@@ -524,7 +556,7 @@ cudaError_t gemm_tile_v2_run_pairs(const GemmArgs &args, Prologue pro, Epilogue 
                                    Sched sched = Sched(), int grid = 0, cudaStream_t stream = 0) {
   const long long tiles_m = (args.M + v2::BM - 1) / v2::BM;
   if (args.group_offsets != nullptr || args.num_groups > 1 || tiles_m % 2 != 0)
-    return gemm_tile_v2_run(args, pro, epi, sched, grid, stream);
+    return gemm_tile_v2_run_dense(args, pro, epi, sched, grid, stream);
   cudaError_t e = gemm_tile_check_args(args);
   if (e != cudaSuccess) return e;
   if (args.M == 0 || args.N == 0) return cudaSuccess;

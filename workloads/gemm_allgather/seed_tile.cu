@@ -193,7 +193,7 @@ static int st_gemm(struct wl_ctx *ctx, struct st_state *u, const void *A, Pro pr
   if constexpr (Pairs)
     RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run_pairs(a, pro, store, sched, grid, rt_stream(ctx)));
   else
-    RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run(a, pro, store, sched, grid, rt_stream(ctx)));
+    RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run_dense(a, pro, store, sched, grid, rt_stream(ctx)));
   return 0;
 }
 

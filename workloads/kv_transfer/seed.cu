@@ -777,7 +777,7 @@ static int compute_layers(struct wl_ctx *ctx, struct sd *u, long long l, long lo
   e.W = s->W, e.slab = (long long)kv_slab_elems(s), e.l0 = l, e.L = s->L, e.S = s->S;
   e.hd = (int)s->HD, e.me = s->me;
   e.tiles = (int)(((s->S + BM - 1) / BM) * ((n + BN - 1) / BN));
-  cudaError_t err = cuco_gemm::gemm_tile_v2_run(a, cuco_gemm::GemmNoWait{}, e,
+  cudaError_t err = cuco_gemm::gemm_tile_v2_run_dense(a, cuco_gemm::GemmNoWait{}, e,
                                                 cuco_gemm::GemmRasterSched<8>{}, 0, stream);
   if (err != cudaSuccess)
     return rt_fail(ctx, "per_tile GEMM of layers %lld..%lld: %s", l, l + nl - 1,

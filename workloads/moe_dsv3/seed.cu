@@ -324,7 +324,7 @@ static int sd_experts_tile(struct wl_ctx *ctx, struct moe_core *c, cudaStream_t 
             grid2 = SD_EG == SD_EG_tiles ? (int)(mt * nt2) : 0;
   const cuco_gemm::GemmArgs g1{(const __nv_bfloat16 *)c->A, (const __nv_bfloat16 *)c->W13, H,
                                2 * F, rows, (int)(2 * F), (int)H, c->eoff, (int)El, H * 2 * F};
-  RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run(g1, cuco_gemm::GemmNoWait{},
+  RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run_grouped(g1, cuco_gemm::GemmNoWait{},
                                            cuco_gemm::GemmStoreC{(__nv_bfloat16 *)c->H1, 2 * F},
                                            cuco_gemm::GemmRasterSched<CUCO_PARAM_expert_raster>{}, grid1, st));
   moe_swiglu_kernel<<<moe_grid(total * F / 8, 256), 256, 0, st>>>(
@@ -333,7 +333,7 @@ static int sd_experts_tile(struct wl_ctx *ctx, struct moe_core *c, cudaStream_t 
   RT_LAUNCH(ctx);
   const cuco_gemm::GemmArgs g2{(const __nv_bfloat16 *)c->ACT, (const __nv_bfloat16 *)c->W2, F,
                                H, rows, (int)H, (int)F, c->eoff, (int)El, F * H};
-  RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run(g2, cuco_gemm::GemmNoWait{},
+  RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run_grouped(g2, cuco_gemm::GemmNoWait{},
                                            cuco_gemm::GemmStoreC{(__nv_bfloat16 *)c->O, H},
                                            cuco_gemm::GemmRasterSched<CUCO_PARAM_expert_raster>{}, grid2, st));
   return 0;
