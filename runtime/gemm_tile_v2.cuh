@@ -68,39 +68,25 @@ __device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, unsigned bytes) {
 __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
 }
-// Whether the phase with the given parity has completed (one try).  kCluster:
-// acquire at cluster scope (some arrivals came from another CTA's release).
-template <bool kCluster = false>
+// Whether the phase with the given parity has completed (one try).
 __device__ __forceinline__ bool mbar_try_wait(uint64_t *bar, unsigned parity) {
   unsigned done;
-  if constexpr (kCluster)
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(smem_u32(bar)), "r"(parity)
-        : "memory");
-  else
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(smem_u32(bar)), "r"(parity)
-        : "memory");
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(smem_u32(bar)), "r"(parity)
+      : "memory");
   return done != 0;
 }
 // Wait until the phase with the given parity has completed; trap after 10 s.
-template <bool kCluster = false>
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity) {
   unsigned long long t0 = 0;
   for (int spins = 0;; spins++) {
-    if (mbar_try_wait<kCluster>(bar, parity)) return;
+    if (mbar_try_wait(bar, parity)) return;
     if (spins == 1024) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
     if (spins > 1024 && (spins & 1023) == 0) {
       unsigned long long t;
@@ -146,13 +132,16 @@ __device__ __forceinline__ unsigned cluster_rank() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 }
-// Arrive on the mbarrier at BAR's offset in the cluster's CTA CTA_RANK.
+// Arrive on the mbarrier at BAR's offset in the cluster's CTA CTA_RANK.  The
+// default (CTA-scope) release: what it orders is this warp's wgmma reads of a
+// stage, complete before the arrive; a .release.cluster would add a
+// cluster-wide fence to every k-tile of every math warp.
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, unsigned cta_rank) {
   asm volatile(
       "{\n"
       ".reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
       "}\n" ::"r"(smem_u32(bar)),
       "r"(cta_rank)
       : "memory");
@@ -306,7 +295,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // Data published by generic-proxy writes is read next by TMA (async proxy).
         asm volatile("fence.proxy.async;" ::: "memory");
         for (int kt = 0; kt < ktiles; kt++) {
-          mbar_wait<kPairs>(&empty_bar[stage], phase ^ 1);
+          mbar_wait(&empty_bar[stage], phase ^ 1);
           unsigned char *sA = smem + stage * kStageBytes;
           unsigned char *sB = sA + kABytes;
           mbar_expect_tx(&full_bar[stage], kStageBytes);  // A + all of B, half from the peer
@@ -347,12 +336,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // A stage read by this warp goes back to the producer(s): pairs release it
   // in both CTAs, since both producers write into both.
   auto release_stage = [&](int st) {
-    if constexpr (kPairs) {
-      mbar_arrive_cluster(&empty_bar[st], 0);
-      mbar_arrive_cluster(&empty_bar[st], 1);
-    } else {
-      mbar_arrive(&empty_bar[st]);
-    }
+    mbar_arrive(&empty_bar[st]);
+    if constexpr (kPairs) mbar_arrive_cluster(&empty_bar[st], (unsigned)(pair_rank ^ 1));
   };
   for (int w = w_first; w < w_end; w += w_step) {
     GemmTile t = make_tile<kGrouped, kPairs>(w, tiles_m, tiles_n, sched, gt, G, M, N, pair_rank);

@@ -282,7 +282,8 @@ flops = {"full_4k": 2 * 4096 * 8192 * 28672, "full_8k": 2 * 8192 * 8192 * 28672,
 for size, fl in flops.items():
     base = (by.get("bench_baseline_" + size) or {}).get("timing") or {}
     tv = sorted({r["label"][len("bench_"):-len("_" + size)] for r in recs
-                 if r["label"].startswith("bench_seed_tile_") and r["label"].endswith("_" + size)})
+                 if r["label"].startswith("bench_seed_tile_") and r["label"].endswith("_" + size)}
+                - {"seed_tile"})
     for impl in ["baseline", "baseline_overlap", "seed", "seed_tile"] + tv:
         r = by.get("bench_%s_%s" % (impl, size))
         if not r: continue
