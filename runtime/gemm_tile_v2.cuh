@@ -25,12 +25,6 @@
 //     (GemmStoreC would write every batch over one C).  One launch instead of G
 //     removes G-1 launch gaps and wave tails (kv_transfer's per-layer KV
 //     projections: X times each layer's W).
-//   - Pairs (gemm_tile_v2_run_pairs, dense only): clusters of 2 CTAs on tile
-//     rows 2i and 2i+1 of the same column; each CTA loads its own A and HALF
-//     of the shared B k-tile, multicast into both CTAs' shared memory, so B
-//     crosses L2 -> SM once per pair instead of twice.  A stage is refilled
-//     only after the consumers of BOTH CTAs released it (empty barrier of 16
-//     arrivals, half of them remote).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (types only: the encoder comes from the runtime)
@@ -113,40 +107,6 @@ __device__ __forceinline__ void tma_3d(void *dst, const CUtensorMap *map, int c0
       : "memory");
 }
 
-// tma_2d into the same offset of every CTA in CTA_MASK (a cluster), each of
-// whose mbarrier at BAR's offset gets the bytes' complete_tx.
-__device__ __forceinline__ void tma_2d_multicast(void *dst, const CUtensorMap *map, int c0, int c1,
-                                                 uint64_t *bar, uint16_t cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_u32(dst)),
-      "l"(map), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"(cta_mask)
-      : "memory");
-}
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// Every thread of every CTA of the cluster (release / acquire).
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-}
-// Arrive on the mbarrier at BAR's offset in the cluster's CTA CTA_RANK.  The
-// default (CTA-scope) release: what it orders is this warp's wgmma reads of a
-// stage, complete before the arrive; a .release.cluster would add a
-// cluster-wide fence to every k-tile of every math warp.
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, unsigned cta_rank) {
-  asm volatile(
-      "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(smem_u32(bar)),
-      "r"(cta_rank)
-      : "memory");
-}
-
 // wgmma shared-memory matrix descriptor, 128-byte swizzle (layout type 1).
 // lbo/sbo in bytes.  K-major A (rows of 64 bf16 = 128 B): sbo = 1024 (8 rows),
 // lbo unused.  N-major B (64-column boxes of K rows x 128 B): lbo = distance
@@ -201,22 +161,12 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, u
       : "l"(da), "l"(db), "r"(scale_d));
 }
 // Tile description shared by producer and math warps (same schedule).
-// kPairs (dense, tiles_m even): W numbers a PAIR of tile rows; the scheduler
-// orders the pairs' grid and the CTA of cluster rank PAIR_RANK takes row
-// 2 * pair_row + PAIR_RANK.
-template <bool kGrouped, bool kPairs = false, class Sched>
+template <bool kGrouped, class Sched>
 __device__ __forceinline__ GemmTile make_tile(int w, int tiles_m, int tiles_n, const Sched &sched,
-                                              const detail::GroupTable *gt, int G, int M, int N,
-                                              int pair_rank = 0) {
+                                              const detail::GroupTable *gt, int G, int M, int N) {
   GemmTile t;
   t.w = w;
-  if constexpr (kPairs) {
-    sched.map(w, tiles_m / 2, tiles_n, &t.tm, &t.tn);
-    t.tm = 2 * t.tm + pair_rank;
-    t.w = 2 * w + pair_rank;
-  } else {
-    sched.map(w, tiles_m, tiles_n, &t.tm, &t.tn);
-  }
+  sched.map(w, tiles_m, tiles_n, &t.tm, &t.tn);
   if constexpr (kGrouped) {
     int g = detail::find_group(*gt, G, t.tm);
     t.group = g;
@@ -236,8 +186,7 @@ __device__ __forceinline__ GemmTile make_tile(int w, int tiles_m, int tiles_n, c
   return t;
 }
 
-// kPairs: launched in clusters of 2 (gemm_tile_v2_run_pairs; dense only).
-template <bool kGrouped, class Prologue, class Epilogue, class Sched, bool kPairs = false>
+template <bool kGrouped, class Prologue, class Epilogue, class Sched>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_tile_v2_kernel(const __grid_constant__ CUtensorMap tmA,
                         const __grid_constant__ CUtensorMap tmB, GemmArgs args, Prologue pro,
@@ -267,30 +216,23 @@ __global__ void __launch_bounds__(kThreads, 1)
   const bool batched = !kGrouped && G > 1;  // B is then a 3-D map, as grouped
   const int total = tiles_m * tiles_n;
   const int ktiles = (K + BK - 1) / BK;
-  static_assert(!(kPairs && kGrouped), "pairs are dense only");
-  // Pairs: both CTAs of a cluster walk the same pair numbers in lockstep.
-  const int pair_rank = kPairs ? (int)cluster_rank() : 0;
-  const int w_first = kPairs ? (int)blockIdx.x / 2 : (int)blockIdx.x;
-  const int w_end = kPairs ? total / 2 : total;
-  const int w_step = kPairs ? (int)gridDim.x / 2 : (int)gridDim.x;
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbar_init(&full_bar[s], 1);   // the producer's arrive.expect_tx
-      mbar_init(&empty_bar[s], kPairs ? 16 : 8);  // one arrive per math warp (of both CTAs)
+      mbar_init(&empty_bar[s], 8);  // one arrive per math warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
-  if constexpr (kPairs) cluster_sync();  // the peer's barriers exist before any remote use
 
   if (warp == 8) {
     // ---- producer: lane 0 waits for the tile's inputs, then streams k-tiles.
     if (lane == 0) {
       int stage = 0;
       unsigned phase = 0;
-      for (int w = w_first; w < w_end; w += w_step) {
-        GemmTile t = make_tile<kGrouped, kPairs>(w, tiles_m, tiles_n, sched, gt, G, M, N, pair_rank);
+      for (int w = blockIdx.x; w < total; w += gridDim.x) {
+        GemmTile t = make_tile<kGrouped>(w, tiles_m, tiles_n, sched, gt, G, M, N);
         pro.wait(t);
         // Data published by generic-proxy writes is read next by TMA (async proxy).
         asm volatile("fence.proxy.async;" ::: "memory");
@@ -298,32 +240,19 @@ __global__ void __launch_bounds__(kThreads, 1)
           mbar_wait(&empty_bar[stage], phase ^ 1);
           unsigned char *sA = smem + stage * kStageBytes;
           unsigned char *sB = sA + kABytes;
-          mbar_expect_tx(&full_bar[stage], kStageBytes);  // A + all of B, half from the peer
+          mbar_expect_tx(&full_bar[stage], kStageBytes);
           tma_2d(sA, &tmA, kt * BK, t.m0, &full_bar[stage]);
-          if constexpr (kPairs) {  // this CTA's half of B's 64-column boxes, to both
 #pragma unroll
-            for (int j = pair_rank * (BN / 128); j < (pair_rank + 1) * (BN / 128); j++)
-              tma_2d_multicast(sB + j * (BK * 128), &tmB, t.n0 + j * 64, kt * BK,
-                               &full_bar[stage], 0x3);
-          } else {
-#pragma unroll
-            for (int j = 0; j < BN / 64; j++) {
-              if (kGrouped || batched)
-                tma_3d(sB + j * (BK * 128), &tmB, t.n0 + j * 64, kt * BK, t.group,
-                       &full_bar[stage]);
-              else
-                tma_2d(sB + j * (BK * 128), &tmB, t.n0 + j * 64, kt * BK, &full_bar[stage]);
-            }
+          for (int j = 0; j < BN / 64; j++) {
+            if (kGrouped || batched)
+              tma_3d(sB + j * (BK * 128), &tmB, t.n0 + j * 64, kt * BK, t.group,
+                     &full_bar[stage]);
+            else
+              tma_2d(sB + j * (BK * 128), &tmB, t.n0 + j * 64, kt * BK, &full_bar[stage]);
           }
           if (++stage == STAGES) stage = 0, phase ^= 1;
         }
       }
-    }
-    // Pairs: the peer's consumers still arrive on this CTA's empty barriers,
-    // so the CTA stays until both have passed the closing cluster barrier.
-    if constexpr (kPairs) {
-      __syncwarp();  // lane 0 rejoins: the cluster barrier is .aligned
-      cluster_sync();
     }
     return;
   }
@@ -333,14 +262,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wq = warp & 3;  // warp inside its warpgroup: rows 16*wq .. +15
   int stage = 0;
   unsigned phase = 0;
-  // A stage read by this warp goes back to the producer(s): pairs release it
-  // in both CTAs, since both producers write into both.
-  auto release_stage = [&](int st) {
-    mbar_arrive(&empty_bar[st]);
-    if constexpr (kPairs) mbar_arrive_cluster(&empty_bar[st], (unsigned)(pair_rank ^ 1));
-  };
-  for (int w = w_first; w < w_end; w += w_step) {
-    GemmTile t = make_tile<kGrouped, kPairs>(w, tiles_m, tiles_n, sched, gt, G, M, N, pair_rank);
+  for (int w = blockIdx.x; w < total; w += gridDim.x) {
+    GemmTile t = make_tile<kGrouped>(w, tiles_m, tiles_n, sched, gt, G, M, N);
     float acc[128];
 #pragma unroll
     for (int i = 0; i < 128; i++) acc[i] = 0.f;
@@ -360,12 +283,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       wgmma_commit();
       wgmma_wait<1>();  // the group of k-tile kt-1 is complete
-      if (prev_stage >= 0 && lane == 0) release_stage(prev_stage);
+      if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
       prev_stage = stage;
       if (++stage == STAGES) stage = 0, phase ^= 1;
     }
     wgmma_wait<0>();
-    if (prev_stage >= 0 && lane == 0) release_stage(prev_stage);
+    if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
     // Accumulator i: n8 block i/4; row gid (+8 for i%4 >= 2), col 2*tig + (i&1).
     const int row_base = t.m0 + wg * 64 + wq * 16 + (lane >> 2);
     const int col_base = t.n0 + (lane & 3) * 2;
@@ -385,7 +308,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     math_sync();  // the two math warpgroups
     epi.tile_end(t);
   }
-  if constexpr (kPairs) cluster_sync();  // the producer's closing barrier
 #else
   __trap();  // built without sm_90a: see the header comment
 #endif
@@ -452,9 +374,7 @@ inline cudaError_t v2_maps(const GemmArgs &args, CUtensorMap *ta_out, CUtensorMa
   }
   return cudaSuccess;
 }
-}  // namespace detail
 
-namespace detail {
 enum V2Kinds { kV2Any, kV2Dense, kV2Grouped };
 // gemm_tile_v2_run and its dense / grouped forms: KINDS says which kernels
 // this caller compiles (each is a wgmma kernel of its own, ~2 s of ptxas).
@@ -526,60 +446,6 @@ cudaError_t gemm_tile_v2_run_grouped(const GemmArgs &args, Prologue pro, Epilogu
                                      Sched sched = Sched(), int grid = 0,
                                      cudaStream_t stream = 0) {
   return detail::v2_run<detail::kV2Grouped>(args, pro, epi, sched, grid, stream);
-}
-
-// gemm_tile_v2_run in clusters of 2 CTAs that share B (see "Pairs" in the
-// header comment): a dense GEMM whose M tiles are even in number; a batched
-// one or an odd count of M tiles runs gemm_tile_v2_run_dense instead, and
-// grouped ARGS are cudaErrorInvalidValue.  SCHED orders the grid of tile-row PAIRS (so GemmRasterSched<8>
-// makes panels of 16 tile rows).  grid: CTAs, rounded down to even; <= 0:
-// as many clusters as fit at once.  Only the caller that asks for pairs
-// compiles the cluster kernel.
-template <class Prologue = GemmNoWait, class Epilogue = GemmStoreC,
-          class Sched = GemmRasterSched<8>>
-cudaError_t gemm_tile_v2_run_pairs(const GemmArgs &args, Prologue pro, Epilogue epi,
-                                   Sched sched = Sched(), int grid = 0, cudaStream_t stream = 0) {
-  const long long tiles_m = (args.M + v2::BM - 1) / v2::BM;
-  if (args.group_offsets != nullptr || args.num_groups > 1 || tiles_m % 2 != 0)
-    return gemm_tile_v2_run_dense(args, pro, epi, sched, grid, stream);
-  cudaError_t e = gemm_tile_check_args(args);
-  if (e != cudaSuccess) return e;
-  if (args.M == 0 || args.N == 0) return cudaSuccess;
-  CUtensorMap ta, tb;
-  if ((e = detail::v2_maps(args, &ta, &tb)) != cudaSuccess) return e;
-  auto kernel = v2::gemm_tile_v2_kernel<false, Prologue, Epilogue, Sched, true>;
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.blockDim = dim3(v2::kThreads);
-  cfg.dynamicSmemBytes = v2::kSmemBytes;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  static int cached_clusters[64];  // attribute set + clusters that fit, once per device
-  int dev = 0;
-  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
-  int *slot = dev < 64 ? &cached_clusters[dev] : nullptr;
-  int clusters = slot ? *slot : 0;
-  if (clusters == 0) {
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             v2::kSmemBytes);
-    if (e != cudaSuccess) return e;
-    cfg.gridDim = dim3(2);
-    if ((e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg)) != cudaSuccess) return e;
-    if (clusters < 1) return cudaErrorInvalidConfiguration;
-    if (slot) *slot = clusters;
-  }
-  const long long pairs = tiles_m / 2 * ((args.N + v2::BN - 1) / v2::BN);
-  long long g = grid > 0 ? grid / 2 : clusters;
-  if (g < 1) g = 1;
-  if (g > pairs) g = pairs;
-  cfg.gridDim = dim3((unsigned)(2 * g));
-  e = cudaLaunchKernelEx(&cfg, kernel, ta, tb, args, pro, epi, sched);
-  return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 }  // namespace cuco_gemm

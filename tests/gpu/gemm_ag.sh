@@ -72,16 +72,17 @@ pids+=($!)
 # takes the gather path there too, so that a 1-rank verify covers the waits
 build_impl seed_tile_gather $WL/seed_tile.cu -DST_R1_GATHER &
 pids+=($!)
-# ONLY=tile: the one-rank GEMM's grid, raster and cluster (CUCO-PARAM
-# gemm_grid, gemm_raster, gemm_cluster) beside the committed ones, verified
-# at mid_a and at the pairs' shapes (an even count of M tiles), and benched.
-# TVARIANTS: NAME:GRID:RASTER:CLUSTER words.
+# ONLY=tile: the one-rank GEMM's grid and raster (CUCO-PARAM gemm_grid,
+# gemm_raster) beside the committed ones, verified at 4 shapes and benched.
+# TVARIANTS: NAME:GRID:RASTER words, then -D flags of the variant's own
+# (NAME:GRID:RASTER:-DX=1,-DY=2).
 TVARS=()
 if [ "$ONLY" = tile ]; then
-  for v in ${TVARIANTS:-pers8:persistent:8:1 tiles16:tiles:16:1 cl2:tiles:8:2 cl2r4:tiles:4:2 cl2pers:persistent:8:2}; do
-    IFS=: read -r vn vg vr vc <<<"$v"
+  for v in ${TVARIANTS:-pers8:persistent:8 tiles16:tiles:16}; do
+    IFS=: read -r vn vg vr vd <<<"$v"
     TVARS+=("seed_tile_$vn")
-    build_impl "seed_tile_$vn" $WL/seed_tile.cu -DCUCO_PARAM_gemm_grid="$vg" -DCUCO_PARAM_gemm_raster="$vr" -DCUCO_PARAM_gemm_cluster="${vc:-1}" &
+    # shellcheck disable=SC2046
+    build_impl "seed_tile_$vn" $WL/seed_tile.cu -DCUCO_PARAM_gemm_grid="$vg" -DCUCO_PARAM_gemm_raster="$vr" $(tr , ' ' <<<"${vd:-}") &
     pids+=($!)
   done
 fi
@@ -174,13 +175,13 @@ for impl in seed_global seed_chunk; do
   done
 done
 
-# pairs_t: 10 M tiles (the last 48 rows), N and K tails; pairs_p: 256
-# pairs, more than fit at once (the persistent grid loops)
+# tails_t: 10 M tiles (the last 48 rows), N and K tails; loop_p: 512
+# tiles, more than one a CTA (a persistent grid loops)
 for impl in "${TVARS[@]}"; do
   run "verify_${impl}_mid_a" 0 "$impl" --mode verify --perturb --params M=1032,K=1000,N=1048 --size-name mid_a --seed 7
   run "verify_${impl}_small_a" 0 "$impl" --mode verify --perturb --params M=256,K=512,N=384 --size-name small_a --seed 7
-  run "verify_${impl}_pairs_t" 0 "$impl" --mode verify --perturb --params M=1200,K=1000,N=1048 --size-name pairs_t --seed 7
-  run "verify_${impl}_pairs_p" 0 "$impl" --mode verify --perturb --params M=2048,K=1024,N=8192 --size-name pairs_p --seed 7
+  run "verify_${impl}_tails_t" 0 "$impl" --mode verify --perturb --params M=1200,K=1000,N=1048 --size-name tails_t --seed 7
+  run "verify_${impl}_loop_p" 0 "$impl" --mode verify --perturb --params M=2048,K=1024,N=8192 --size-name loop_p --seed 7
 done
 
 # per_tile's waits are load-bearing: without them (data late) verify must fail.

@@ -56,7 +56,6 @@ struct st_state {
 // CUCO-PARAM push_threads=512
 // CUCO-PARAM gemm_grid=tiles
 // CUCO-PARAM gemm_raster=8
-// CUCO-PARAM gemm_cluster=1
 #ifndef CUCO_PARAM_comm_ctas
 #define CUCO_PARAM_comm_ctas 8
 #endif
@@ -77,15 +76,6 @@ struct st_state {
 #if CUCO_PARAM_gemm_raster != 16 && CUCO_PARAM_gemm_raster != 8 && \
     CUCO_PARAM_gemm_raster != 4 && CUCO_PARAM_gemm_raster != 2
 #error "CUCO-PARAM gemm_raster must be 16, 8, 4 or 2"
-#endif
-// gemm_cluster=1|2: the one-rank GEMM on single CTAs, or on clusters of 2
-// CTAs (tile rows 2i, 2i+1) that load B once for both, multicast
-// (gemm_tile_v2_run_pairs; gemm_raster then counts pairs of tile rows).
-#ifndef CUCO_PARAM_gemm_cluster
-#define CUCO_PARAM_gemm_cluster 1
-#endif
-#if CUCO_PARAM_gemm_cluster != 1 && CUCO_PARAM_gemm_cluster != 2
-#error "CUCO-PARAM gemm_cluster must be 1 or 2"
 #endif
 #define ST_CAT2(a, b) a##b
 #define ST_CAT(a, b) ST_CAT2(a, b)
@@ -182,18 +172,15 @@ static long long st_chunk_rows(const struct wl_shape *s) {
 
 // C = A * B_r on the v2 tile over all M rows of A (Ag, or A itself at one
 // rank), on the step stream: PRO waits per tile, SCHED orders the tiles,
-// GRID CTAs (0: one an SM); PAIRS: in clusters of 2 that share B.
-template <bool Pairs = false, class Pro, class Sched>
+// GRID CTAs (0: one an SM).
+template <class Pro, class Sched>
 static int st_gemm(struct wl_ctx *ctx, struct st_state *u, const void *A, Pro pro, Sched sched,
                    int grid) {
   const struct wl_shape *s = &u->s;
   cuco_gemm::GemmArgs a{(const __nv_bfloat16 *)A, (const __nv_bfloat16 *)u->B, s->K, s->Nr,
                         (int)s->M, (int)s->Nr, (int)s->K, nullptr, 0, 0};
   cuco_gemm::GemmStoreC store{(__nv_bfloat16 *)u->C, s->Nr};
-  if constexpr (Pairs)
-    RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run_pairs(a, pro, store, sched, grid, rt_stream(ctx)));
-  else
-    RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run_dense(a, pro, store, sched, grid, rt_stream(ctx)));
+  RT_CUDA(ctx, cuco_gemm::gemm_tile_v2_run_dense(a, pro, store, sched, grid, rt_stream(ctx)));
   return 0;
 }
 
@@ -207,9 +194,8 @@ static int step(struct wl_ctx *ctx, struct st_state *u) {
     long long tiles = ((s->M + cuco_gemm::v2::BM - 1) / cuco_gemm::v2::BM) *
                       ((s->Nr + cuco_gemm::v2::BN - 1) / cuco_gemm::v2::BN);
     int grid = ST_GG == 2 && tiles < (1LL << 30) ? (int)tiles : 0;
-    return st_gemm<CUCO_PARAM_gemm_cluster == 2>(
-        ctx, u, u->A, cuco_gemm::GemmNoWait{},
-        cuco_gemm::GemmRasterSched<CUCO_PARAM_gemm_raster>{}, grid);
+    return st_gemm(ctx, u, u->A, cuco_gemm::GemmNoWait{},
+                   cuco_gemm::GemmRasterSched<CUCO_PARAM_gemm_raster>{}, grid);
   }
 #endif
   const size_t block = (size_t)s->Mr * s->K * 2;
