@@ -13,6 +13,8 @@
 //     So an epilogue shares a tile among kMathThreads (256) threads, and its
 //     barrier is math_sync() (named barrier 1), never __syncthreads(): the
 //     producer warp has returned by then.
+//   - With GemmStoreC, a CTA's last tile goes out through shared memory in
+//     16-byte row pieces (store_c_staged below); other epilogues get pairs.
 //   - Tails (M, N, K not multiples of the tile) are zero-filled by TMA itself;
 //     lda, ldb, b_group_stride multiples of 8 elements and A, B 16-byte
 //     aligned, as for v1.  K == 0 writes zeros.
@@ -160,6 +162,47 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, u
         "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(da), "l"(db), "r"(scale_d));
 }
+// GemmStoreC's tile through shared memory: the math threads write their bf16
+// pairs into a [BM][BN + 8] tile (528-byte rows: a warp's pair writes hit 32
+// banks), then store it row by row in 16-byte pieces, where the pairs store
+// 8 rows x 16 bytes a warp instruction.  Only for a CTA's last tile, when no
+// stage will be loaded again: every tile of a grid of one CTA a tile.  On one
+// H200 it took seed_tile (M = 4096/8192, K = 8192, N = 28672) from 1.057x /
+// 1.042x of cuBLASLt's time to 1.007x / 0.999x in the same call
+// (bench/gemm-seed-tile-staged-2026-12-03-h200.json).  -DCUCO_GEMM_V2_STAGED_C=0
+// keeps the pair stores (an A/B).
+#ifndef CUCO_GEMM_V2_STAGED_C
+#define CUCO_GEMM_V2_STAGED_C 1
+#endif
+__device__ __forceinline__ void store_c_staged(const GemmTile &t, const float (&acc)[128],
+                                               unsigned char *smem, const GemmStoreC &epi,
+                                               int wg, int wq, int lane) {
+  constexpr int kLd = BN + 8;
+  math_sync();  // both warpgroups' wgmma reads of the stages are complete
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __nv_bfloat16 *cs = reinterpret_cast<__nv_bfloat16 *>(smem);
+  const int r0 = wg * 64 + wq * 16 + (lane >> 2), c0 = (lane & 3) * 2;
+#pragma unroll
+  for (int half = 0; half < 2; half++)
+#pragma unroll
+    for (int j = 0; j < 32; j++)
+      *reinterpret_cast<__nv_bfloat162 *>(cs + (r0 + half * 8) * kLd + c0 + j * 8) =
+          __floats2bfloat162_rn(acc[j * 4 + half * 2], acc[j * 4 + half * 2 + 1]);
+  math_sync();
+  const int rows = t.m_end - t.m0, cols = t.n_end - t.n0;
+  const bool vec = (reinterpret_cast<uintptr_t>(epi.C) & 15) == 0 && epi.ldc % 8 == 0;
+  for (int i = threadIdx.x; i < BM * (BN / 8); i += kMathThreads) {
+    const int r = i / (BN / 8), c = (i % (BN / 8)) * 8;
+    if (r >= rows || c >= cols) continue;
+    __nv_bfloat16 *dst = epi.C + (long long)(t.m0 + r) * epi.ldc + t.n0 + c;
+    const __nv_bfloat16 *src = cs + r * kLd + c;
+    if (vec && c + 8 <= cols)
+      *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src);
+    else
+      for (int e = 0; e < 8 && c + e < cols; e++) dst[e] = src[e];
+  }
+}
+
 // Tile description shared by producer and math warps (same schedule).
 template <bool kGrouped, class Sched>
 __device__ __forceinline__ GemmTile make_tile(int w, int tiles_m, int tiles_n, const Sched &sched,
@@ -289,6 +332,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     wgmma_wait<0>();
     if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
+    if constexpr (CUCO_GEMM_V2_STAGED_C && std::is_same<Epilogue, GemmStoreC>::value) {
+      if (w + (int)gridDim.x >= total) {  // the CTA's last tile (tile_end is empty)
+        store_c_staged(t, acc, smem, epi, wg, wq, lane);
+        continue;
+      }
+    }
     // Accumulator i: n8 block i/4; row gid (+8 for i%4 >= 2), col 2*tig + (i&1).
     const int row_base = t.m0 + wg * 64 + wq * 16 + (lane >> 2);
     const int col_base = t.n0 + (lane & 3) * 2;

@@ -245,6 +245,26 @@ done
 run "overhead_off_unpaced" 0 baseline "${P8[@]}" --iters 200 --skip-check all
 run "overhead_on_unpaced" 0 baseline "${P8[@]}" --iters 40
 
+# ---- PROF=1 (with ONLY=tile): Nsight Compute over 3 GEMM launches at
+# full_8k of the baseline (cuBLASLt: its kernel name says its tile and
+# cluster) and each seed_tile build: time, SM clock, DRAM bytes, L2 hit rate,
+# then the tensor pipe's activity on its own (a metric this ncu lacks fails
+# only that pass).  Clocks left alone.  ncu-IMPL.csv under OUT.
+if [ "${PROF:-0}" = 1 ]; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for b in baseline seed_tile "${TVARS[@]}"; do
+    [ -n "$NCU" ] && [ -x "$W/bin_$b" ] || { echo "prof $b: no ncu or no binary" >>"$LOG"; continue; }
+    for pass in "gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct" \
+                "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed"; do
+      timeout 120 "$NCU" --clock-control none --metrics "$pass" -k "regex:sm90|gemm_tile_v2|xmma|cutlass" \
+        --launch-skip 2 --launch-count 3 --csv "$W/bin_$b" --out "$W/prof.json" --machine "$W/machine.json" \
+        --workload gemm_allgather --impl "$b" --mode bench --params M=8192,K=8192,N=28672 \
+        --warmup 1 --iters 4 --min-time 0 >>"$OUT/ncu-$b.csv" 2>>"$LOG"
+      echo "prof $b: ncu exit $?" >>"$LOG"
+    done
+  done
+fi
+
 # ---- torch.matmul on the same shapes (outside reference, not part of cuco)
 TSPECS=()  # NAME:M,K,N for tests/gpu/gemm_torch.py
 for sz in "${BSIZES[@]}"; do
