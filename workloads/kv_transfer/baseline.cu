@@ -7,6 +7,8 @@
 // into staging [L][rows][2W] on the decode rank; then a scatter kernel per
 // layer moves the rows into the shuffled pages of the pool.  At R = 1 the
 // rank sends to itself through NCCL, so the data takes the same path.
+#define RT_HOST_ONLY  // host-driven: rt.cuh without the device API (it says why)
+
 #include "kv_base.cuh"
 
 extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {

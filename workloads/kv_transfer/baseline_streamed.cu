@@ -8,6 +8,8 @@
 // into the pages.  Layer l+1 computes while layer l moves.  The step stream
 // joins the communication stream at the end.  At R = 1 the rank sends to
 // itself through NCCL.
+#define RT_HOST_ONLY  // host-driven: rt.cuh without the device API (it says why)
+
 #include "kv_base.cuh"
 
 #define KB_SLOTS 4

@@ -11,6 +11,8 @@
 // process's seed, never from the candidate's device memory.  For small
 // shapes (X and W under 256 MB) 64 elements are recomputed in fp64 on the
 // CPU (self-check of the reference).
+#define RT_HOST_ONLY  // no device-API code: rt.cuh without it (it says why)
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -6,6 +6,8 @@
 // SwiGLU, GEMM2 per expert -> weighted pre-reduce -> ncclSend/ncclRecv back
 // -> shared expert -> final sum.  All on the step stream.  At R = 1 the
 // rank sends to itself through NCCL, so the data takes the same path.
+#define RT_HOST_ONLY  // host-driven: rt.cuh without the device API (it says why)
+
 #include "moe_base.cuh"
 
 extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {

@@ -10,6 +10,8 @@
 //    the host); the other sources' rows follow, expert by expert;
 //  - the streams join before the final sum.
 // Expert e's rows: [own rows | rows from the other ranks].
+#define RT_HOST_ONLY  // host-driven: rt.cuh without the device API (it says why)
+
 #include "moe_base.cuh"
 
 extern "C" int wl_setup(struct wl_ctx *ctx, const struct wl_problem *p) {

@@ -14,6 +14,8 @@
 //    weights (no tensor cores, no reduced precision, fp32 SwiGLU), then
 //    y[t] += w * out in expert order.
 // The expected buffer is fp32 [T][H].
+#define RT_HOST_ONLY  // no device-API code: rt.cuh without it (it says why)
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
