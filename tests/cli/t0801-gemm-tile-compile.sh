@@ -23,6 +23,33 @@ expect_rc "v2 header compiles alone" 0 \
   "$NVCC" -gencode=arch=compute_90a,code=sm_90a -std=c++17 -I"$ROOT/runtime" \
   -c "$TMP/alone2.cu" -o "$TMP/alone2.o"
 
+# gemm_tile_v2_run_dense / _grouped compile one kernel each and refuse the
+# other kind's arguments before any CUDA call, so this runs without a GPU
+# (PTX only: ptxas has nothing to add to a host-side check).
+cat >"$TMP/kinds.cu" <<'CU'
+#include <stdio.h>
+#include "gemm_tile_v2.cuh"
+using namespace cuco_gemm;
+int main() {
+  int *offs = reinterpret_cast<int *>(256);  // never read: refused first
+  const __nv_bfloat16 *p = reinterpret_cast<const __nv_bfloat16 *>(256);
+  GemmArgs dense{p, p, 64, 64, 64, 64, 64, nullptr, 0, 0};
+  GemmArgs grouped{p, p, 64, 64, 64, 64, 64, offs, 2, 64 * 64};
+  GemmStoreC st{nullptr, 64};
+  printf("dense_given_grouped %d\n", (int)gemm_tile_v2_run_dense(grouped, GemmNoWait{}, st));
+  printf("grouped_given_dense %d\n", (int)gemm_tile_v2_run_grouped(dense, GemmNoWait{}, st));
+  printf("invalid_value %d\n", (int)cudaErrorInvalidValue);
+  return 0;
+}
+CU
+expect_rc "the v2 dense / grouped forms build" 0 \
+  "$NVCC" -gencode=arch=compute_90a,code=compute_90a -std=c++17 -I"$ROOT/runtime" \
+  "$TMP/kinds.cu" -o "$TMP/kinds"
+"$TMP/kinds" >"$TMP/kinds.out" 2>&1
+iv=$(sed -n 's/^invalid_value //p' "$TMP/kinds.out")
+expect_grep "the dense form refuses grouped arguments" "$TMP/kinds.out" "^dense_given_grouped ${iv:-x}$"
+expect_grep "the grouped form refuses dense arguments" "$TMP/kinds.out" "^grouped_given_dense ${iv:-x}$"
+
 # (without tests/gpu/gemm_tile.sh's -O3: nvcc's -O is the host compiler's
 # level, ~7 s of this compile; cicc and ptxas, whose report is read below,
 # optimize the device code the same either way)
