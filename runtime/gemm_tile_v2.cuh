@@ -174,14 +174,14 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, u
 #ifndef CUCO_GEMM_V2_STAGED_C
 #define CUCO_GEMM_V2_STAGED_C 1
 #endif
+// R0, C0: the thread's first accumulator row and column inside the tile.
 __device__ __forceinline__ void store_c_staged(const GemmTile &t, const float (&acc)[128],
                                                unsigned char *smem, const GemmStoreC &epi,
-                                               int wg, int wq, int lane) {
+                                               int r0, int c0) {
   constexpr int kLd = BN + 8;
   math_sync();  // both warpgroups' wgmma reads of the stages are complete
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __nv_bfloat16 *cs = reinterpret_cast<__nv_bfloat16 *>(smem);
-  const int r0 = wg * 64 + wq * 16 + (lane >> 2), c0 = (lane & 3) * 2;
 #pragma unroll
   for (int half = 0; half < 2; half++)
 #pragma unroll
@@ -332,15 +332,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     wgmma_wait<0>();
     if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
+    // Accumulator i: n8 block i/4; row gid (+8 for i%4 >= 2), col 2*tig + (i&1).
+    const int r0 = wg * 64 + wq * 16 + (lane >> 2), c0 = (lane & 3) * 2;
     if constexpr (CUCO_GEMM_V2_STAGED_C && std::is_same<Epilogue, GemmStoreC>::value) {
       if (w + (int)gridDim.x >= total) {  // the CTA's last tile (tile_end is empty)
-        store_c_staged(t, acc, smem, epi, wg, wq, lane);
+        store_c_staged(t, acc, smem, epi, r0, c0);
         continue;
       }
     }
-    // Accumulator i: n8 block i/4; row gid (+8 for i%4 >= 2), col 2*tig + (i&1).
-    const int row_base = t.m0 + wg * 64 + wq * 16 + (lane >> 2);
-    const int col_base = t.n0 + (lane & 3) * 2;
+    const int row_base = t.m0 + r0, col_base = t.n0 + c0;
 #pragma unroll
     for (int half = 0; half < 2; half++) {
       int row = row_base + half * 8;

@@ -276,9 +276,10 @@ python3 tests/gpu/gemm_torch.py "${TSPECS[@]}" >"$W/torch.json" 2>>"$LOG" ||
   echo "torch anchor failed (see above)" >>"$LOG"
 
 # ---- results + summary
-python3 - "$RES" "$OUT" "$W/machine.json" "$(($(date +%s) - T_START))" "$W/torch.json" <<'PY'
+python3 - "$RES" "$OUT" "$W/machine.json" "$(($(date +%s) - T_START))" "$W/torch.json" "${TVARS[@]}" <<'PY'
 import json, sys
 res, out, mpath, secs, tpath = sys.argv[1:6]
+tvars = sys.argv[6:]  # the seed_tile variants' names
 recs = [json.loads(l) for l in open(res) if l.strip()]
 try:
     tj = json.load(open(tpath))
@@ -302,10 +303,7 @@ L += ["", "## bench (median of the slowest rank, CUDA events)", "",
 flops = {"full_4k": 2 * 4096 * 8192 * 28672, "full_8k": 2 * 8192 * 8192 * 28672, "full_16k": 2 * 16384 * 8192 * 28672}
 for size, fl in flops.items():
     base = (by.get("bench_baseline_" + size) or {}).get("timing") or {}
-    tv = sorted({r["label"][len("bench_"):-len("_" + size)] for r in recs
-                 if r["label"].startswith("bench_seed_tile_") and r["label"].endswith("_" + size)}
-                - {"seed_tile"})
-    for impl in ["baseline", "baseline_overlap", "seed", "seed_tile"] + tv:
+    for impl in ["baseline", "baseline_overlap", "seed", "seed_tile"] + tvars:
         r = by.get("bench_%s_%s" % (impl, size))
         if not r: continue
         t = r.get("timing") or {}
