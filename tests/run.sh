@@ -25,6 +25,19 @@ mkdir -p "$CUCO_TEST_CACHE" && chmod 700 "$CUCO_TEST_CACHE"
 export CUCO_CACHE_DIR=$CUCO_TEST_CACHE
 rm -f "$LOGDIR"/*.cc # each test's compile log: NAME.cc (run_one)
 
+# python3 reached through a version manager's shim (pyenv's is a bash
+# script that runs `pyenv exec`: 0.37 s a call on the 2-core dev machine,
+# against 0.03 s for the interpreter itself) is resolved once, here: the
+# tests find the very interpreter the shim picks first on PATH.  A run
+# starts python3 some 470 times (cuco's NCCL probe in every cuco eval, the
+# tests' JSON checks), so the shim alone cost ~170 s of CPU (issue 27).
+py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) || py=
+if [ -n "$py" ] && [ -x "$py" ] && [ "$(command -v python3)" != "$py" ]; then
+  mkdir -p "$ROOT/$BUILD/test-bin"
+  ln -sfn "$py" "$ROOT/$BUILD/test-bin/python3"
+  export PATH="$ROOT/$BUILD/test-bin:$PATH"
+fi
+
 jobs=${TEST_JOBS:-}
 if [ -z "$jobs" ]; then
   for w in ${MAKEFLAGS:-}; do
