@@ -16,7 +16,8 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) \
               $(PKG_CFLAGS) -Isrc
-LDLIBS  := $(PKG_LIBS) -lm -ldl -lpthread
+# libiberty (Debian libiberty-dev, no .pc file): the demangler nm -C uses
+LDLIBS  := $(PKG_LIBS) -liberty -lm -ldl -lpthread
 BUILD   ?= build
 
 SRC      := $(wildcard src/*.c)

@@ -22,6 +22,8 @@
 #ifndef CUCO_ALLOW_H
 #define CUCO_ALLOW_H
 
+#include <stddef.h>
+
 #include "err.h"
 
 #define ALLOW_FILE "symbols.allow"
@@ -44,6 +46,11 @@ int allow_widen(struct allow *a, const char *list, struct err *e) WARN_UNUSED;
  * denial of its scope matches either form, and an allowing pattern does. */
 int allow_match(const struct allow *a, const char *name, const char *demangled,
                 int baseline);
+
+/* What `nm -C` prints for the raw symbol NAME ("_ZNSt6vectorIiSaIiEED1Ev",
+ * "_Z1fv@GLIBCXX_3.4"), truncated to fit OUT (N bytes); a name that does
+ * not demangle is copied as it is. */
+void allow_demangle(const char *name, char *out, size_t n);
 
 /* '*' / '?' glob match of the whole NAME. */
 int allow_glob(const char *pat, const char *name);

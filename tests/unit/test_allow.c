@@ -190,6 +190,101 @@ static void test_check_object(void **state)
   allow_free(a);
 }
 
+/* allow_demangle against `nm -C` itself, line by line, on a g++ object and
+ * a dynamic executable (templates, std::, operators, lambdas, versioned
+ * imports such as "...@GLIBCXX_3.4.21"): the allowlist's demangled names
+ * must be what nm -C printed before it was no longer run. */
+static void compare_nm(const char *path, int dynamic)
+{
+  const char *raw_argv[] = {"nm", "--no-sort", path, NULL, NULL};
+  const char *dem_argv[] = {"nm", "--no-sort", "-C", path, NULL, NULL};
+  char *raw, *dem, *p, *q;
+  int ok, lines = 0, mangled = 0, versioned = 0;
+
+  if (dynamic) {
+    raw_argv[2] = "-D";
+    raw_argv[3] = path;
+    dem_argv[3] = "-D";
+    dem_argv[4] = path;
+  }
+  raw = proc_capture(raw_argv, 1 << 20, &ok);
+  assert_true(ok);
+  dem = proc_capture(dem_argv, 1 << 20, &ok);
+  assert_true(ok);
+  for (p = raw, q = dem; *p && *q;) {
+    size_t pl = strcspn(p, "\n"), ql = strcspn(q, "\n");
+    /* "VALUE(16 or blanks) T NAME" */
+    if (pl > 19 && ql > 19) {
+      char name[1024], want[1024], got[1024];
+      snprintf(name, sizeof(name), "%.*s", (int)(pl - 19), p + 19);
+      snprintf(want, sizeof(want), "%.*s", (int)(ql - 19), q + 19);
+      allow_demangle(name, got, sizeof(got));
+      assert_string_equal(got, want);
+      lines++;
+      mangled += strcmp(name, want) != 0;
+      versioned += strchr(name, '@') != NULL && strcmp(name, want) != 0;
+    }
+    p += pl + (p[pl] != '\0');
+    q += ql + (q[ql] != '\0');
+  }
+  assert_true(*p == '\0' && *q == '\0');
+  assert_true(lines > 10 && mangled > 5);
+  if (dynamic)
+    assert_true(versioned > 0);
+  free(raw);
+  free(dem);
+}
+
+static void test_demangle(void **state)
+{
+  static const char src[] =
+      "#include <map>\n#include <string>\n#include <vector>\n"
+      "#include <algorithm>\n#include <cstdio>\n"
+      "namespace { struct K { int v; }; }\n"
+      "template <class T> T twice(T x) { return x + x; }\n"
+      "struct P { bool operator<(const P &o) const { return a < o.a; }\n"
+      "  int a; };\n"
+      "int main(int argc, char **argv) {\n"
+      "  std::map<std::string, std::vector<P>> m;\n"
+      "  std::string s(argv[0]); m[s].push_back(P{argc});\n"
+      "  std::vector<K> k(3); auto f = [&](int x) { return x + k[0].v; };\n"
+      "  std::sort(m[s].begin(), m[s].end());\n"
+      "  std::printf(\"%d %f\\n\", twice(f(argc)), twice(1.5));\n"
+      "  return (int)m.size(); }\n";
+  char p[128], exe[160];
+  int ok;
+  char *out;
+  (void)state;
+  if (!proc_which("nm", NULL, p, sizeof(p)) ||
+      !proc_which("g++", NULL, p, sizeof(p)))
+    skip();
+  write_file("dm.cc", src, p, sizeof(p));
+  snprintf(exe, sizeof(exe), "%s.o", p);
+  {
+    const char *argv[] = {"g++", "-O0", "-c", p, "-o", exe, NULL};
+    out = proc_capture(argv, 65536, &ok);
+  }
+  free(out);
+  assert_true(ok);
+  compare_nm(exe, 0);
+  snprintf(exe, sizeof(exe), "%s.exe", p);
+  {
+    const char *argv[] = {"g++", "-O0", p, "-o", exe, NULL};
+    out = proc_capture(argv, 65536, &ok);
+  }
+  free(out);
+  assert_true(ok);
+  compare_nm(exe, 1);
+  /* what nm -C keeps as it is */
+  allow_demangle("memcpy@GLIBC_2.14", p, sizeof(p));
+  assert_string_equal(p, "memcpy@GLIBC_2.14");
+  allow_demangle("_Znot_mangled", p, sizeof(p));
+  assert_string_equal(p, "_Znot_mangled");
+  /* truncated to fit, never overrun */
+  allow_demangle("_ZNSt6vectorIiSaIiEED1Ev", p, 12);
+  assert_string_equal(p, "std::vector");
+}
+
 static int setup(void **state)
 {
   (void)state;
@@ -212,6 +307,7 @@ int main(void)
       cmocka_unit_test(test_glob),
       cmocka_unit_test(test_list),
       cmocka_unit_test(test_check_object),
+      cmocka_unit_test(test_demangle),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
