@@ -4,7 +4,7 @@
 // fold are tested without a GPU (t1009).
 //
 // How: CUCO_ATTN_EMU makes the header's primitives call the functions below.
-// A CTA is 256 fibers (ucontext) on one OS thread, switched at barriers:
+// A CTA is 256 fibers on one OS thread, switched at barriers:
 //   __syncthreads    a 256-party barrier;
 //   ldmatrix, mma.sync, shuffles   warp collectives (32-party barriers), each
 //     lane's registers built from the PTX ISA fragment layouts (ldmatrix
@@ -23,7 +23,13 @@
 //   attn_step_emu [--quick] [--stop]   prints PASS/FAIL lines and "checks N failed
 //   N"; exit 1 on a failure (--stop: at the first), 2 usage
 #define CUCO_ATTN_EMU 1
+#include <setjmp.h>
 #include <ucontext.h>
+#if defined(__USE_FORTIFY_LEVEL) && __USE_FORTIFY_LEVEL > 0
+// __longjmp_chk refuses a jump to a stack below the current one: from the
+// scheduler into a fiber's (heap) stack
+#error "build attn_step_emu with -U_FORTIFY_SOURCE: fibers switch with _longjmp"
+#endif
 
 #include <cmath>
 #include <cstdarg>
@@ -61,15 +67,21 @@ struct Copy {
   const unsigned char *src;
   int bytes;
 };
+// A fiber starts on its own stack through ucontext (setcontext) and then
+// switches with _setjmp/_longjmp: swapcontext saves and restores the signal
+// mask, a system call each way at every barrier of 256 fibers (15 s of sys
+// time in the 33 s run, issue 27); _setjmp/_longjmp make none.
 struct Fiber {
-  ucontext_t ctx;
+  ucontext_t ctx;  // the start: fiber_main(i) on stack
+  jmp_buf jb;      // where it yielded
+  bool started = false;
   std::vector<char> stack;
   bool done = false;
   std::vector<std::vector<Copy>> groups;  // committed, oldest first
   std::vector<Copy> open;                 // issued, not committed
 };
 Fiber g_f[kT];
-ucontext_t g_sched;
+jmp_buf g_sched;
 int g_cur;
 bool g_progress;
 bool g_early;  // cp.async lands at issue
@@ -80,7 +92,9 @@ struct Barrier {
 };
 Barrier g_cta, g_warp[kT / 32];
 
-void yield() { swapcontext(&g_f[g_cur].ctx, &g_sched); }
+void yield() {
+  if (!_setjmp(g_f[g_cur].jb)) _longjmp(g_sched, 1);
+}
 void bar_wait(Barrier &b) {
   long g = b.gen;
   g_progress = true;
@@ -131,6 +145,20 @@ void fiber_main(int i) {
   g_body(i);
   g_f[i].done = true;
   g_progress = true;
+  _longjmp(g_sched, 1);  // never returns (no uc_link)
+}
+
+// Runs fiber i until it yields or ends.  A function of its own, so that the
+// scheduler loop's variables live in a frame the jumps never touch.
+__attribute__((noinline)) void resume(int i) {
+  Fiber &f = g_f[i];
+  g_cur = i;
+  if (_setjmp(g_sched)) return;
+  if (!f.started) {
+    f.started = true;
+    setcontext(&f.ctx);
+  }
+  _longjmp(f.jb, 1);
 }
 
 template <int D>
@@ -151,13 +179,14 @@ bool run_cta(const attn_step_args &a, int q_tile, int head) {
   for (int i = 0; i < kT; i++) {
     Fiber &f = g_f[i];
     f.done = false;
+    f.started = false;
     f.groups.clear();
     f.open.clear();
     if (f.stack.empty()) f.stack.resize(256 << 10);
     getcontext(&f.ctx);
     f.ctx.uc_stack.ss_sp = f.stack.data();
     f.ctx.uc_stack.ss_size = f.stack.size();
-    f.ctx.uc_link = &g_sched;
+    f.ctx.uc_link = nullptr;
     makecontext(&f.ctx, (void (*)())fiber_main, 1, i);
   }
   for (;;) {
@@ -166,8 +195,7 @@ bool run_cta(const attn_step_args &a, int q_tile, int head) {
     for (int i = 0; i < kT; i++) {
       if (g_f[i].done) continue;
       all_done = false;
-      g_cur = i;
-      swapcontext(&g_sched, &g_f[i].ctx);
+      resume(i);
     }
     if (all_done) break;
     if (!g_progress) {
