@@ -7,7 +7,8 @@
 . "$(dirname "$0")/lib.sh"
 need_nvcc
 U="$ROOT/scripts/unity.py"
-fe() { local o=$1; shift; "$NVCC" -arch=sm_90 -std=c++17 -I"$ROOT/runtime" -cuda "$@" -o "$o"; }
+# (front ends only, as t0701's fe)
+fe() { local o=$1; shift; "$NVCC" -arch=sm_90 -std=c++17 -I"$ROOT/runtime" -cuda -fdevice-syntax-only "$@" -o "$o"; }
 mkdir -p "$TMP/s"
 # Two files like two cheats of one seed: the same entry points, the same
 # static names and macros with different values, a header both include.
