@@ -269,6 +269,42 @@ static int nm_name(const char *line, size_t len, char *out, size_t n)
   return *out != '\0';
 }
 
+/* Whether nm must load bfd's plugins to list PATH's symbols: binutils' nm
+ * otherwise loads every plugin of bfd-plugins to try each file, and with
+ * LLVM's LLVMgold.so there (llvm-14 on the dev and CI machines) a run took
+ * 74 ms instead of 9 ms, several runs for every build judged (issue 27).
+ * A plugin only matters for compiler IR (LTO objects), whose calls are in
+ * the IR and would be missed: one plugin-less listing of every symbol
+ * tells, by failing ("file format not recognized": LLVM bitcode) or by
+ * gcc's LTO marker (__gnu_lto_slim, __gnu_lto_v1). */
+static int nm_needs_plugins(const char *path)
+{
+  const char *argv[] = {"nm", "--plugin", "/dev/null", "--no-sort", path,
+                        NULL};
+  struct buf out = BUF_INIT(1);
+  struct err e = {0, ""};
+  int ir;
+
+  if (run_tool(argv, NM_OUT_MAX, &out, &e))
+    return 1;
+  ir = strstr(buf_str(&out), " __gnu_lto_") != NULL;
+  buf_release(&out);
+  return ir;
+}
+
+/* nm ARGS... into *out, without bfd's plugins unless PLUGINS. */
+static int run_nm(const char *const *args, int plugins, struct buf *out,
+                  struct err *e)
+{
+  const char *argv[12] = {"nm", "--plugin", "/dev/null"};
+  size_t i, k = plugins ? 1 : 3;
+
+  for (i = 0; args[i] && k + i + 1 < sizeof(argv) / sizeof(argv[0]); i++)
+    argv[k + i] = args[i];
+  argv[k + i] = NULL;
+  return run_tool(argv, NM_OUT_MAX, out, e);
+}
+
 /* As binutils' bfd_demangle: libiberty's cplus_demangle with DMGL_PARAMS |
  * DMGL_ANSI on the name before any @VERSION, the version put back as it
  * was.  Demangling here instead of a second `nm -C` run halves the nm runs
@@ -293,19 +329,19 @@ void allow_demangle(const char *name, char *out, size_t n)
 
 static int check_symbols(const struct allow *a, const char *path,
                          const char *label, int dynamic, int baseline,
-                         const char *list_name, struct err *e)
+                         const char *list_name, int plugins, struct err *e)
 {
-  const char *argv[] = {"nm", "-u", "--no-sort", path, NULL, NULL};
+  const char *args[] = {"-u", "--no-sort", path, NULL, NULL};
   struct buf raw = BUF_INIT(1);
   const char *p;
   char bad[4][160];
   int nbad = 0, rc;
 
   if (dynamic) {
-    argv[3] = "-D";
-    argv[4] = path;
+    args[2] = "-D";
+    args[3] = path;
   }
-  if ((rc = run_tool(argv, NM_OUT_MAX, &raw, e)))
+  if ((rc = run_nm(args, plugins, &raw, e)))
     goto out;
   for (p = buf_str(&raw); *p;) {
     size_t pl = strcspn(p, "\n");
@@ -359,18 +395,17 @@ static int def_line(const char *line, size_t len, char *type, char *out,
  * (T; their data definitions are the linker's copies of stdout & co.). */
 static int check_defs(const struct allow *a, const char *path,
                       const char *label, int dynamic, const char *list_name,
-                      struct err *e)
+                      int plugins, struct err *e)
 {
   static const char *const abi[] = {"wl_setup", "wl_step", "wl_teardown",
                                     "main", NULL};
-  const char *argv[] = {"nm", "-g", "--defined-only", "--no-sort", path,
-                        NULL};
+  const char *args[] = {"-g", "--defined-only", "--no-sort", path, NULL};
   const char *types = dynamic ? "T" : "TDBR";
   struct buf raw = BUF_INIT(1);
   const char *p;
   int rc, i;
 
-  if ((rc = run_tool(argv, NM_OUT_MAX, &raw, e)))
+  if ((rc = run_nm(args, plugins, &raw, e)))
     goto out;
   for (p = buf_str(&raw); *p && !rc;) {
     size_t pl = strcspn(p, "\n");
@@ -469,9 +504,11 @@ int allow_check(const struct allow *a, const char *path, const char *label,
                 int dynamic, int baseline, const char *list_name,
                 struct err *e)
 {
-  int rc = check_symbols(a, path, label, dynamic, baseline, list_name, e);
+  int plugins = nm_needs_plugins(path);
+  int rc = check_symbols(a, path, label, dynamic, baseline, list_name,
+                         plugins, e);
 
-  if (rc || (rc = check_defs(a, path, label, dynamic, list_name, e)))
+  if (rc || (rc = check_defs(a, path, label, dynamic, list_name, plugins, e)))
     return rc;
   return check_syscalls(path, label, e);
 }

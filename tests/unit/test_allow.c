@@ -285,6 +285,50 @@ static void test_demangle(void **state)
   assert_string_equal(p, "std::vector");
 }
 
+/* nm runs without bfd's plugins (fast), except for compiler IR: an LTO
+ * object's calls live in its IR, and must not vanish from the check. */
+static void test_lto(void **state)
+{
+  static const char src[] = "#include <stdlib.h>\n"
+                            "int f(void) { return system(\"true\"); }\n";
+  char p[128], c[128], obj[160];
+  struct err e = {0, ""};
+  struct allow *a;
+  int ok, i;
+  char *out;
+  (void)state;
+  if (!proc_which("nm", NULL, p, sizeof(p)) ||
+      !proc_which("gcc", NULL, p, sizeof(p)))
+    skip();
+  write_file("lto.list", "memcpy\n", p, sizeof(p));
+  a = allow_load(p, &e);
+  assert_non_null(a);
+  write_file("lto.c", src, c, sizeof(c));
+  for (i = 0; i < 2; i++) {
+    /* gcc's slim LTO object: nm without the plugin sees only
+     * __gnu_lto_slim; clang's: LLVM bitcode, no ELF at all */
+    const char *cc = i ? "clang" : "gcc";
+    snprintf(obj, sizeof(obj), "%s.%s.o", c, cc);
+    if (i && !proc_which("clang", NULL, p, sizeof(p)))
+      break;
+    {
+      const char *argv[] = {cc, "-O2", "-flto", "-c", c, "-o", obj, NULL};
+      out = proc_capture(argv, 65536, &ok);
+    }
+    free(out);
+    assert_true(ok);
+    e.code = 0;
+    /* clang's without LLVMgold.so in bfd-plugins cannot be read at all:
+     * an error, never a pass */
+    assert_int_not_equal(allow_check(a, obj, "lto.o", 0, 0, "L", &e), 0);
+    if (e.code == ERR_CHECK)
+      assert_string_equal(e.msg, "lto.o calls 'system' (not on L)");
+    else
+      assert_true(i == 1);
+  }
+  allow_free(a);
+}
+
 static int setup(void **state)
 {
   (void)state;
@@ -308,6 +352,7 @@ int main(void)
       cmocka_unit_test(test_list),
       cmocka_unit_test(test_check_object),
       cmocka_unit_test(test_demangle),
+      cmocka_unit_test(test_lto),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
