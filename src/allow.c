@@ -271,7 +271,7 @@ static int nm_name(const char *line, size_t len, char *out, size_t n)
 
 /* Whether nm must load bfd's plugins to list PATH's symbols: binutils' nm
  * otherwise loads every plugin of bfd-plugins to try each file, and with
- * LLVM's LLVMgold.so there (llvm-14 on the dev and CI machines) a run took
+ * LLVM's LLVMgold.so there (llvm-14's, on the 2-core dev machine) a run took
  * 74 ms instead of 9 ms, several runs for every build judged (issue 27).
  * A plugin only matters for compiler IR (LTO objects), whose calls are in
  * the IR and would be missed: one plugin-less listing of every symbol
@@ -279,8 +279,8 @@ static int nm_name(const char *line, size_t len, char *out, size_t n)
  * gcc's LTO marker (__gnu_lto_slim, __gnu_lto_v1). */
 static int nm_needs_plugins(const char *path)
 {
-  const char *argv[] = {"nm", "--plugin", "/dev/null", "--no-sort", path,
-                        NULL};
+  const char *argv[] = {"nm",        "--plugin", "/dev/null",
+                        "--no-sort", path,       NULL};
   struct buf out = BUF_INIT(1);
   struct err e = {0, ""};
   int ir;
@@ -412,7 +412,8 @@ static int check_defs(const struct allow *a, const char *path,
     char name[1024], dname[1024], t;
     if (!def_line(p, pl, &t, name, sizeof(name))) {
       /* not a symbol line */
-    } else if (!strcmp(name, "wl_input_post") || !strcmp(name, "wl_reference")) {
+    } else if (!strcmp(name, "wl_input_post") ||
+               !strcmp(name, "wl_reference")) {
       /* weak in rt.cuh: a candidate's definition would silently become the
        * input hook where the reference has none */
       rc = err_set(e, ERR_CHECK,
@@ -505,8 +506,8 @@ int allow_check(const struct allow *a, const char *path, const char *label,
                 struct err *e)
 {
   int plugins = nm_needs_plugins(path);
-  int rc = check_symbols(a, path, label, dynamic, baseline, list_name,
-                         plugins, e);
+  int rc =
+      check_symbols(a, path, label, dynamic, baseline, list_name, plugins, e);
 
   if (rc || (rc = check_defs(a, path, label, dynamic, list_name, plugins, e)))
     return rc;

@@ -50,11 +50,19 @@ expect_grep "rejected at the allowlist naming it" "$TMP/out" "prt.cu: rejected: 
 mkdir -p "$TMP/fakecuda/bin" "$TMP/fakenccl"
 nvcc_real=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cuda"]["nvcc"])' "$TMP/m.json")
 inc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nccl"]["include_dir"])' "$TMP/m.json")
-printf '#!/bin/sh\nexec %s "$@"\n' "$nvcc_real" >"$TMP/fakecuda/bin/nvcc" && chmod +x "$TMP/fakecuda/bin/nvcc"
+# (it notes what of the environment it got, in the object cache: the one
+# folder besides the output's that a sandboxed build may write)
+printf '#!/bin/sh\necho "tun=${GLIBC_TUNABLES:-} other=${T0102_OTHER:-}" >>%s/nvcc.env\nexec %s "$@"\n' \
+  "$CUCO_CACHE_DIR" "$nvcc_real" >"$TMP/fakecuda/bin/nvcc" && chmod +x "$TMP/fakecuda/bin/nvcc"
 ln -s "$inc" "$TMP/fakenccl/include"
 export CUCO_NVCC=$TMP/fakecuda/bin/nvcc CUCO_NCCL_HOME=$TMP/fakenccl
-expect_rc "no NCCL library: the seed still links" 0 "$CUCO" eval "$WL" --compile-only
+expect_rc "no NCCL library: the seed still links" 0 env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 T0102_OTHER=x \
+  "$CUCO" eval "$WL" --compile-only
 expect_grep "the verdict says how it linked" "$TMP/out" "build +ok \(.*; no libnccl.so.2 found: linked with NCCL symbols unresolved, other missing and duplicate definitions checked\)"
+# the user's GLIBC_TUNABLES reaches the compiler (tests/run.sh: malloc on
+# huge pages), nothing else outside the build's list does
+expect_grep "the compiler saw GLIBC_TUNABLES" "$CUCO_CACHE_DIR/nvcc.env" "^tun=glibc.malloc.hugetlb=1 other=$"
+expect_no_grep "... and no other variable" "$CUCO_CACHE_DIR/nvcc.env" "other=x"
 sed 's|^static void body|extern "C" int ncclGetVersion(int *);\nstatic void body|; s|  long i = 0, n = p->n;|  long i = 0, n = p->n; ncclGetVersion(0);|' "$WL/seed.cu" >"$TMP/ncclref.cu"
 expect_rc "no NCCL library: an NCCL symbol is left to the loader" 1 "$CUCO" eval "$WL" --compile-only --candidate "$TMP/ncclref.cu"
 expect_grep "it linked (judged at the allowlist)" "$TMP/out" "ncclref.cu: rejected: allowlist: ncclref.o calls 'ncclGetVersion'"
