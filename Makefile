@@ -8,8 +8,8 @@
 #   make cuda       compile every .cu of the runtime and workloads (no GPU)
 
 # No -j given: one job per CPU.  README's `make test` on a fresh clone
-# builds ~110 C objects and binaries before the tests: 28 s serial, about
-# half that on the 2-core CI machine (issue 27).  make -jN still wins.
+# builds ~110 C objects and binaries before the tests: 28 s serial, 15 s
+# with -j2 on the 2-core dev machine (issue 27).  make -jN still wins.
 ifeq ($(filter -j%,$(MAKEFLAGS)),)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 endif

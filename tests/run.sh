@@ -39,8 +39,8 @@ if [ -n "$py" ] && [ -x "$py" ] && [ "$(command -v python3)" != "$py" ]; then
 fi
 
 # malloc's arenas on transparent huge pages (glibc >= 2.35; older ones
-# ignore the name): on a VM where a page fault is dear (the 2-core dev and CI
-# machines: Firecracker), an nvcc compile takes ~200k minor faults, 1.4 s of
+# ignore the name): on a VM where a page fault is dear (the 2-core dev
+# machine, a Firecracker VM), an nvcc compile takes ~200k minor faults, 1.4 s of
 # its ~6 s in the kernel; with this 117k and ~8% less time.  Only where THP
 # is "madvise" or "always"; a user's own tunables are kept.
 if grep -qE '\[(madvise|always)\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
