@@ -190,6 +190,14 @@ static void test_check_object(void **state)
   allow_free(a);
 }
 
+/* Run ARGV (a compiler) and fail the test unless it succeeds. */
+static void must_run(const char *const *argv)
+{
+  int ok;
+  free(proc_capture(argv, 65536, &ok));
+  assert_true(ok);
+}
+
 /* allow_demangle against `nm -C` itself, line by line, on a g++ object and
  * a dynamic executable (templates, std::, operators, lambdas, versioned
  * imports such as "...@GLIBCXX_3.4.21"): the allowlist's demangled names
@@ -252,8 +260,6 @@ static void test_demangle(void **state)
       "  std::printf(\"%d %f\\n\", twice(f(argc)), twice(1.5));\n"
       "  return (int)m.size(); }\n";
   char p[128], exe[160];
-  int ok;
-  char *out;
   (void)state;
   if (!proc_which("nm", NULL, p, sizeof(p)) ||
       !proc_which("g++", NULL, p, sizeof(p)))
@@ -262,18 +268,14 @@ static void test_demangle(void **state)
   snprintf(exe, sizeof(exe), "%s.o", p);
   {
     const char *argv[] = {"g++", "-O0", "-c", p, "-o", exe, NULL};
-    out = proc_capture(argv, 65536, &ok);
+    must_run(argv);
   }
-  free(out);
-  assert_true(ok);
   compare_nm(exe, 0);
   snprintf(exe, sizeof(exe), "%s.exe", p);
   {
     const char *argv[] = {"g++", "-O0", p, "-o", exe, NULL};
-    out = proc_capture(argv, 65536, &ok);
+    must_run(argv);
   }
-  free(out);
-  assert_true(ok);
   compare_nm(exe, 1);
   /* what nm -C keeps as it is */
   allow_demangle("memcpy@GLIBC_2.14", p, sizeof(p));
@@ -294,8 +296,7 @@ static void test_lto(void **state)
   char p[128], c[128], obj[160];
   struct err e = {0, ""};
   struct allow *a;
-  int ok, i;
-  char *out;
+  int i;
   (void)state;
   if (!proc_which("nm", NULL, p, sizeof(p)) ||
       !proc_which("gcc", NULL, p, sizeof(p)))
@@ -313,10 +314,8 @@ static void test_lto(void **state)
       break;
     {
       const char *argv[] = {cc, "-O2", "-flto", "-c", c, "-o", obj, NULL};
-      out = proc_capture(argv, 65536, &ok);
+      must_run(argv);
     }
-    free(out);
-    assert_true(ok);
     e.code = 0;
     /* clang's without LLVMgold.so in bfd-plugins cannot be read at all:
      * an error, never a pass */
