@@ -26,7 +26,9 @@ static int usage(const char *fmt, const char *arg) {
           " [--size-name S] [--warmup N] [--iters N] [--min-time S] [--ci-stop REL] [--seed N]"
           " [--tol X] [--local-tol X] [--block-tol X] [--machine M.json] [--vranks R]"
           " [--perturb] [--pace-ms P] [--secret-fd FD] [--skip-check NAME (tests only)]"
-          " [--rank R --nranks N --local-rank L] [--id-file P]\n");
+          " [--rank R --nranks N --local-rank L] [--id-file P] [--judge-worker CMDFILE]\n"
+          "       BIN --worker-fd FD --rank R --nranks N --local-rank L [--id-file P]"
+          " (a worker, started by its judge)\n");
   return -2;
 }
 
@@ -258,6 +260,9 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
     } else if (!strcmp(a, "--id-file")) {
       NEED();
       o->id_file = v;
+    } else if (!strcmp(a, "--judge-worker")) {
+      NEED();
+      o->judge_worker = v;
     } else if (!strcmp(a, "--impl")) {
       NEED();
       o->impl = v;
@@ -281,6 +286,8 @@ int rt_parse_args(int argc, char **argv, struct rt_opts *o) {
   if (o->mode < 0) return usage("--mode is required", NULL);
   if (!o->out) return usage("--out is required", NULL);
   if (!o->prob.nparams && !o->plan_n) return usage("--params or --plan is required", NULL);
+  if (o->judge_worker && o->vranks)
+    return usage("--judge-worker runs real ranks only (%s: one process)", "--vranks");
   if (o->plan_n && o->vranks)
     return usage("--plan runs real ranks only (%s: one size per run)", "--vranks");
   // Ranks: flags first, then the launchers' environment.

@@ -115,7 +115,7 @@ extern "C" void *rt_alloc(struct wl_ctx *ctx, const char *name, size_t bytes,
   b->cols = (long long)(bytes / rt_dtype_size(dtype));
   b->id = name_hash(name);
   cudaError_t ce;
-  if (flags & RT_WINDOW) {
+  if ((flags & RT_WINDOW) && !ctx->spec_only) {
 #ifdef CUCO_VRANKS  // a slice of one R-slice allocation (rt_vranks.cu)
     if (rt_vranks_window(ctx, b) != 0) return NULL;
   } else if (0) {
@@ -205,8 +205,8 @@ extern "C" int rt_output_blocks(struct wl_ctx *ctx, const char *name,
 // A PRF of the per-run secret (rt_secret.cu): a candidate that copies the
 // generator still cannot make a peer's inputs. --skip-check secret-inputs
 // (tests only) brings back the old public key, to show the secret matters.
-static uint64_t input_key(const struct wl_ctx *ctx, uint32_t id, int rank,
-                          unsigned long long step) {
+uint64_t rt_input_key(const struct wl_ctx *ctx, uint32_t id, int rank,
+                      unsigned long long step) {
   if (ctx->skip & RT_CK_SECRET_INPUTS) {
     uint64_t k = rt_mix64(ctx->prob.seed);
     k = rt_mix64(k ^ ((uint64_t)id << 20) ^ (uint64_t)rank);
@@ -223,7 +223,7 @@ int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s, unsigned long long *hash_
     struct rt_buf *b = &ctx->bufs[i];
     if (b->kind != RT_INPUT) continue;
     rc = rt_fill_random(b->dev, b->bytes, b->dtype,
-                        input_key(ctx, b->id, ctx->prob.rank, ctx->input_step),
+                        rt_input_key(ctx, b->id, ctx->prob.rank, ctx->input_step),
                         hash_dev ? &hash_dev[2 * i] : NULL, s);
     if (rc == 0 && wl_input_post &&
         wl_input_post(ctx, b->name, ctx->prob.rank, b->dev, ctx->input_step, s) != 0) {
@@ -233,6 +233,20 @@ int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s, unsigned long long *hash_
   }
   rt_vault_close();
   return rc;
+}
+
+int rt_inputs_fill_keys(struct wl_ctx *ctx, cudaStream_t s, const uint64_t *keys) {
+  for (int i = 0; i < ctx->nbufs; i++) {
+    struct rt_buf *b = &ctx->bufs[i];
+    if (b->kind != RT_INPUT) continue;
+    RT_TRY(rt_fill_random(b->dev, b->bytes, b->dtype, keys[i], NULL, s));
+    if (wl_input_post &&
+        wl_input_post(ctx, b->name, ctx->prob.rank, b->dev, ctx->input_step, s) != 0) {
+      rt_errorf("input hook for %s: %s", b->name, ctx->err);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 extern "C" int rt_input_regen(struct wl_ctx *ctx, const char *name, int rank,
@@ -246,7 +260,7 @@ extern "C" int rt_input_regen(struct wl_ctx *ctx, const char *name, int rank,
   if (rank < 0 || rank >= ctx->prob.nranks)
     return rt_fail(ctx, "rt_input_regen(%s): rank %d out of range", name, rank);
   if (rt_fill_random(dst_dev, b->bytes, b->dtype,
-                     input_key(ctx, b->id, rank, ctx->input_step), NULL,
+                     rt_input_key(ctx, b->id, rank, ctx->input_step), NULL,
                      ctx->ref_stream) != 0)
     return rt_fail(ctx, "%s", rt_last_error);
   if (wl_input_post && wl_input_post(ctx, name, rank, dst_dev, ctx->input_step, ctx->ref_stream) != 0)
@@ -298,7 +312,8 @@ void rt_ctx_release(struct wl_ctx *ctx) {
     if (b->flags & RT_WINDOW) {
     } else
 #endif
-    if (b->flags & RT_WINDOW) {
+    if (!b->dev) {
+    } else if ((b->flags & RT_WINDOW) && !ctx->spec_only) {
       if (b->win) ncclCommWindowDeregister(ctx->comm, b->win);
       ncclMemFree(b->dev);
     } else {

@@ -73,6 +73,8 @@ struct wl_ctx {
   int (*reset_fn)(struct wl_ctx *);
   char err[RT_ERR_MAX];
   int in_setup;
+  int spec_only;  // the judge runs the trusted baseline's wl_setup to learn
+                  // the buffers: plain allocations, no communicator
 };
 
 // The runtime's last error (one line); set by rt_errorf / rt_fail.
@@ -89,6 +91,19 @@ const char *rt_dtype_name(int dtype);
 // free all buffers.
 int rt_inputs_fill(struct wl_ctx *ctx, cudaStream_t s, unsigned long long *hash_dev);
 void rt_ctx_release(struct wl_ctx *ctx);
+// Key of input ID (rt_buf.id) of RANK in STEP: a PRF of the secret.
+uint64_t rt_input_key(const struct wl_ctx *ctx, uint32_t id, int rank, unsigned long long step);
+// The worker's fill: every INPUT I of this rank from KEYS[I] (the judge's
+// keys, indexed like ctx->bufs), then the reference's input hook.
+int rt_inputs_fill_keys(struct wl_ctx *ctx, cudaStream_t s, const uint64_t *keys);
+// "in-process" (rt_main.cu's own loop) or "separate" (rt_split.cu): what
+// RESULT.json's "judge" says.
+extern const char *rt_judge_process;
+// rt_split.cu: the judge (a trusted binary: runtime, reference and the
+// workload's baseline) that starts the candidate's binary as its worker and
+// judges it from outside; and the worker's side.  Exit statuses as main's.
+int rt_judge_main(struct rt_opts *o);
+int rt_worker_main(int argc, char **argv);
 // rt_vranks.cu: destroy and free the device communicators (rt_ctx_release).
 void rt_devcomms_release(struct wl_ctx *ctx);
 
@@ -124,6 +139,10 @@ int rt_poison(void *dev, size_t bytes, int dtype, int counts,
 int rt_hash(const void *dev, size_t bytes, unsigned long long *out_dev,
             cudaStream_t stream);
 int rt_spin(double ms, cudaStream_t stream);
+// Two keyed sums of BYTES at DEV into OUT_DEV[0..1] (device u64): the
+// worker's commitment to an output, keys from the judge (rt_split.cu).
+int rt_hash_keyed(const void *dev, size_t bytes, uint64_t hk0, uint64_t hk1,
+                  unsigned long long *out_dev, cudaStream_t stream);
 // rt_streams.cu: the streams the implementation created (cuco links with
 // --wrap for cudaStreamCreate*, cudaStreamDestroy).  Enter/leave bracket
 // every call into implementation code on this thread (RT_CAND); rt_side_delay
@@ -196,6 +215,9 @@ struct rt_opts {
   double ci_stop;
   const char *out, *machine, *id_file, *impl, *workload;
   int secret_fd;   // --secret-fd N (-1: draw the secret here)
+  // --judge-worker FILE: this process is the judge (rt_split.cu) and FILE
+  // holds the worker's command, NUL-separated; NULL: the in-process loop
+  const char *judge_worker;
   char params_text[512];
   // --plan FILE: sizes run one after another in this process (cuco eval:
   // NCCL, CUDA and the libraries start once per stage, not per size).

@@ -156,6 +156,34 @@ int rt_hash(const void *dev, size_t bytes, unsigned long long *out_dev,
   return 0;
 }
 
+// Two sums under two keys (HK0, HK1): the worker's commitment to an
+// output (docs/contracts.md 4f).  One 64-bit sum of an invertible mix
+// could be steered to any value by choosing one word; two independent
+// sums leave a forger two 64-bit equations.
+__global__ void k_hash2(const unsigned char *p, size_t bytes, uint64_t hk0, uint64_t hk1,
+                        unsigned long long *out) {
+  const size_t nw = (bytes + 7) / 8, stride = (size_t)gridDim.x * blockDim.x;
+  const bool aligned = ((uintptr_t)p & 7) == 0;
+  uint64_t a0 = 0, a1 = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < nw; i += stride) {
+    const uint64_t w = load_word(p, bytes, i, aligned);
+    a0 += hash_term(w, hk0, i);
+    a1 += hash_term(w ^ 0xA5A5A5A5A5A5A5A5ull, hk1, i);
+  }
+  warp_add(out, a0);
+  warp_add(out + 1, a1);
+}
+
+int rt_hash_keyed(const void *dev, size_t bytes, uint64_t hk0, uint64_t hk1,
+                  unsigned long long *out_dev, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemsetAsync(out_dev, 0, 2 * sizeof *out_dev, stream));
+  if (!bytes) return 0;
+  k_hash2<<<grid_for((bytes + 7) / 8, 256), 256, 0, stream>>>((const unsigned char *)dev, bytes,
+                                                              hk0, hk1, out_dev);
+  CUDA_CHECK(cudaGetLastError());
+  return 0;
+}
+
 __device__ static inline uint64_t now_ns(void) {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
