@@ -19,6 +19,7 @@
 #include "candidate.h"
 #include "directive.h"
 #include "eval_int.h"
+#include "sandbox.h"
 #include "file.h"
 #include "launch.h"
 #include "toolchain.h"
@@ -136,6 +137,76 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
     eval_pass(o, EVAL_STAGE_BUILD, "ok (%.1f s)", r->build_s);
   build_result_release(&br);
   return 0;
+}
+
+/* ---- the judge (docs/contracts.md 4f) ---- */
+
+/* Build the workload's first baseline as the judge of every real-rank run
+ * (trusted code: the runtime, the reference, the baseline), and write the
+ * command its workers run: the candidate's binary, under the sandbox when
+ * it is active (the judge itself is not sandboxed: it must write the
+ * result where the worker cannot).  0, 1 failed (verdict set), <0 error. */
+static int stage_judge(const struct eval_opts *o, struct eval_ctx *x,
+                       struct eval_result *r, struct err *e)
+{
+  struct build_opts bo = {0};
+  struct build_result br;
+  struct err be = {0, ""};
+  struct sandbox_state ss;
+  char base[WORKLOAD_PATH + 140], **wargv = NULL;
+  struct buf cmd = BUF_INIT(64 * 1024);
+  const char *one[2];
+  const char *rw[2];
+  int rc, i;
+
+  snprintf(base, sizeof(base), "%s/%s", o->wl->dir, o->wl->baselines[0]);
+  snprintf(x->judge_bin, sizeof(x->judge_bin), "%s/judge.bin", x->work_dir);
+  bo.wl = o->wl;
+  bo.tc = o->tc;
+  bo.runtime_dir = x->runtime_dir;
+  bo.impl_path = base;
+  bo.out_bin = x->judge_bin;
+  bo.cache_dir = x->cache_dir;
+  bo.timeout_s = o->build_timeout_s > 0 ? o->build_timeout_s : 300;
+  bo.work_dir = x->work_dir;
+  bo.nice = o->build_nice;
+  rc = build_run(&bo, &br, &be);
+  r->build_s += br.wall_s;
+  build_result_release(&br);
+  if (rc == ERR_BUILD || rc == ERR_TIMEOUT) {
+    eval_fail(r, o, EVAL_STAGE_BUILD, EVAL_STATUS_FAILED,
+              "the judge (%s): %s", o->wl->baselines[0], be.msg);
+    return 1;
+  }
+  if (rc)
+    return err_set(e, rc, "building the judge: %s", be.msg);
+  snprintf(x->worker_dir, sizeof(x->worker_dir), "%s/worker", x->work_dir);
+  snprintf(x->worker_file, sizeof(x->worker_file), "%s/WORKER.argv",
+           x->work_dir);
+  if ((rc = file_mkdirs(x->worker_dir, e)))
+    return rc;
+  sandbox_state(&ss);
+  if (ss.kind == SANDBOX_KIND_REFUSED)
+    return err_set(e, ERR_PROC, "not run: [sandbox] mode is bwrap, but %s",
+                   ss.why);
+  one[0] = x->bin_path;
+  one[1] = NULL;
+  rw[0] = x->worker_dir;
+  rw[1] = NULL;
+  if (ss.kind == SANDBOX_KIND_BWRAP) {
+    wargv = sandbox_argv(x->bin_path, one, x->worker_dir, rw, 1);
+    if (!wargv)
+      return err_set(e, ERR_NOMEM, "out of memory");
+    for (i = 0; wargv[i]; i++)
+      (void)buf_append(&cmd, wargv[i], strlen(wargv[i]) + 1);
+    sandbox_argv_free(wargv);
+  } else {
+    (void)buf_append(&cmd, x->bin_path, strlen(x->bin_path) + 1);
+  }
+  rc = buf_error(&cmd) ? err_set(e, ERR_TOOBIG, "worker command too long")
+                       : file_write(x->worker_file, cmd.data, cmd.len, e);
+  buf_release(&cmd);
+  return rc;
 }
 
 /* ---- allowlist stage ---- */
@@ -404,7 +475,7 @@ static int run_sizes(const struct eval_opts *o, struct eval_ctx *x,
       !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
   const struct workload_size *s = &sizes[0];
   const struct eval_thresh *th = &ths[0];
-  const char *args[32];
+  const char *args[40];
   char seed_s[32], tols[3][32], vr_s[16], resp[WORKLOAD_PATH + 64],
       plan[WORKLOAD_PATH + 64];
   struct launch_opts lo = {0};
@@ -483,7 +554,18 @@ static int run_sizes(const struct eval_opts *o, struct eval_ctx *x,
     args[na++] = "--vranks";
     args[na++] = vr_s;
   }
-  lo.bin = x->bin_path;
+  if (x->judge_bin[0]) {
+    /* the judge first, its worker file, then the contract's arguments */
+    memmove(args + 2, args, sizeof(args[0]) * (size_t)na);
+    args[0] = "--judge-worker";
+    args[1] = x->worker_file;
+    na += 2;
+    lo.bin = x->judge_bin;
+    lo.judges = 1;
+    lo.worker_dir = x->worker_dir;
+  } else {
+    lo.bin = x->bin_path;
+  }
   lo.args = args;
   lo.nargs = na;
   lo.nranks = o->vranks > 0 ? 1 : x->ranks;
@@ -844,6 +926,16 @@ int eval_candidate(const struct eval_opts *o, const char *code,
   if (o->compile_only) {
     r->status = EVAL_STATUS_OK;
     goto out;
+  }
+  /* CUCO_JUDGE=in-process: the old single process (measurements of the
+   * split's cost only; RESULT.json then says "judge": "in-process") */
+  if (o->wl->kind == WORKLOAD_RUNTIME && o->vranks <= 0 &&
+      o->wl->nbaselines > 0 &&
+      !(getenv("CUCO_JUDGE") && !strcmp(getenv("CUCO_JUDGE"), "in-process"))) {
+    r->stage = EVAL_STAGE_BUILD;
+    rc = stage_judge(o, x, r, e);
+    if (rc)
+      goto out_verdict;
   }
   if (o->run_lock) {
     double t0 = eval_now();

@@ -27,6 +27,12 @@ struct eval_ctx {
   char runtime_dir[WORKLOAD_PATH];
   char machine_path[WORKLOAD_PATH + 32];
   char lib_dirs[2 * WORKLOAD_PATH + 2];
+  /* the judge (runtime/rt_split.cu): the workload's baseline built as a
+   * binary of its own, the folder its workers may write, the file holding
+   * the worker's command; judge_bin "" = the in-process runtime */
+  char judge_bin[WORKLOAD_PATH + 200];
+  char worker_dir[WORKLOAD_PATH + 32];
+  char worker_file[WORKLOAD_PATH + 32];
   int ranks;
   int nv, nb;
   struct workload_size vsizes[WORKLOAD_MAX_SIZES];

@@ -27,6 +27,7 @@ struct rank_job {
   const volatile int *cancel;
   const char *const *rw; /* writable in the sandbox */
   const char *stdin_data;
+  int judge; /* a trusted judge: no sandbox of its own */
   volatile int finished;
   int started_ok;
   struct proc_result res;
@@ -54,7 +55,8 @@ static void *rank_main(void *arg)
   o.out_max = LAUNCH_LOG_MAX;
   o.err_max = LAUNCH_LOG_MAX;
   o.cancel = j->cancel;
-  o.sandbox = PROC_SANDBOX_RANKS; /* a candidate's ranks (proc.h) */
+  /* a candidate's ranks (proc.h); a judge sandboxes its worker itself */
+  o.sandbox = j->judge ? PROC_SANDBOX_OFF : PROC_SANDBOX_RANKS;
   o.rw_dirs = j->rw;
   o.stdin_data = j->stdin_data;
   j->started_ok = proc_run(&o, &j->res, &j->err) == 0;
@@ -251,7 +253,8 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
 {
   struct rank_job *jobs;
   struct buf log = BUF_INIT(LAUNCH_LOG_MAX * 4);
-  char idfile[2048], ldp[8192], cvd[512], *extra[4], resdir[2048];
+  char idfile[2048], ldp[8192], cvd[512], *extra[5], resdir[2048],
+      wdir[2100];
   const char *rw[2] = {resdir, NULL};
   volatile int cancel = 0;
   double t0 = now_s(), fail_at = 0, checked = t0, since[LAUNCH_MAX_RANKS];
@@ -291,6 +294,11 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
     extra[2] = cvd;
   }
   extra[3] = NULL;
+  if (o->judges && o->worker_dir) {
+    snprintf(wdir, sizeof(wdir), "CUCO_WORKER_DIR=%s", o->worker_dir);
+    extra[extra[2] ? 3 : 2] = wdir;
+  }
+  extra[4] = NULL;
   for (i = 0; i < n; i++) {
     struct rank_job *j = &jobs[i];
     int k = 0, a;
@@ -315,6 +323,7 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
     j->cancel = &cancel;
     j->rw = rw;
     j->stdin_data = o->stdin_data;
+    j->judge = o->judges;
     if (!j->env) {
       rc = err_set(e, ERR_NOMEM, "out of memory");
       break;
