@@ -27,7 +27,7 @@ struct rt_timing {
   // A separate worker (docs/contracts.md 4f): the judge's own clock per
   // step, what of it went to the inputs and output hashes (calibrated in
   // the judge), and the median of (judge - calibration - worker events).
-  int judged;
+  int judged, judge_clock_used;  // used: the figure is the judge's clock
   double judge_median, judge_cal, judge_gap, judge_gap_max;
 };
 

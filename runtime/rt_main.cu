@@ -548,8 +548,10 @@ void rt_timing_write(FILE *f, const struct rt_opts *o, const struct rt_timing *t
     }
     if (tm->judged)
       fprintf(f, ",\n \"judge_clock\": {\"median_ms\": %.6g,"
-                 " \"calibrated_ms\": %.6g, \"gap_median_ms\": %.6g, \"gap_allowed_ms\": %.6g}",
-              tm->judge_median, tm->judge_cal, tm->judge_gap, tm->judge_gap_max);
+                 " \"calibrated_ms\": %.6g, \"gap_median_ms\": %.6g, \"gap_allowed_ms\": %.6g,"
+                 " \"figure\": \"%s\"}",
+              tm->judge_median, tm->judge_cal, tm->judge_gap, tm->judge_gap_max,
+              tm->judge_clock_used ? "judge clock" : "worker events");
   }
 }
 

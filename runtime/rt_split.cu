@@ -843,6 +843,7 @@ static int j_step(struct jrun *J, int pk, unsigned long long step_no, int want_s
   m->step = step_no;
   m->input_step = ctx->input_step;
   m->epoch = ++J->epoch;
+  ctx->epoch = J->epoch;  // the reference may read it (moe_dsv3's routing)
   m->stop = want_stop;
   m->pk = pk;
   m->victim = (int)(h % ctx->prob.nranks);
@@ -1169,18 +1170,26 @@ static int write_results(struct jrun *J, int nsizes) {
       g_tm.judge_cal = cal;
       g_tm.judge_gap = rt_pct(gaps, n, 0.5);
       g_tm.judge_gap_max = RT_SPLIT_ABS_MS + RT_SPLIT_REL * g_tm.median;
+      // The worker's events are the figure while the judge's clock agrees
+      // with them; otherwise each step's figure is the judge's own clock
+      // less the calibrated inputs and hashes and the allowance (never
+      // less than the events): a forged or escaping step gains at most the
+      // allowance, an honest one with a slow host side is not rejected.
       if (!(o->skip & RT_CK_HOST_CLOCK) && g_tm.judge_gap > g_tm.judge_gap_max) {
-        struct rt_check *c = &g_merged[nall < (int)(sizeof g_merged / sizeof g_merged[0]) ? nall++
-                                                                                   : nall - 1];
-        memset(c, 0, sizeof *c);
-        c->kind = RT_STEP_TIMED;
-        snprintf(c->output, sizeof c->output, "(timing)");
-        snprintf(c->reason, sizeof c->reason,
-                 "judge-clock: the worker's events say %.4f ms a step, the judge's clock %.4f "
-                 "ms of which %.4f ms inputs and hashes: %.4f ms more than allowed (%.4f)",
-                 g_tm.median, g_tm.judge_median, cal, g_tm.judge_gap, g_tm.judge_gap_max);
-        if (status == 0) status = 3, snprintf(error, sizeof error, "rank 0 timed %s: %s",
-                                              c->output, c->reason);
+        const double allow = g_tm.judge_gap_max;
+        sum = 0;
+        for (int i = 0; i < n; i++) {
+          double jf = host[i] - cal - allow;
+          g_tm.samples[i] = sorted[i] = jf > ev[i] ? jf : ev[i];
+          sum += sorted[i];
+        }
+        qsort(sorted, n, sizeof(double), rt_cmp_double);
+        g_tm.median = rt_pct(sorted, n, 0.5);
+        g_tm.p10 = rt_pct(sorted, n, 0.1);
+        g_tm.p90 = rt_pct(sorted, n, 0.9);
+        g_tm.mean = sum / n;
+        rt_median_ci(sorted, n, &g_tm.lo, &g_tm.hi);
+        g_tm.judge_clock_used = 1;
       }
       J->ctx.prob = o->prob;
       rt_sol_fill(&J->ctx, &g_tm);
