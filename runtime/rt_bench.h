@@ -45,6 +45,13 @@ unsigned rt_verify_odds(int n);
 void rt_sol_fill(struct wl_ctx *ctx, struct rt_timing *tm);
 // RESULT.json's ",\n \"timing\": ..." and bound sections of TM (bench).
 void rt_timing_write(FILE *f, const struct rt_opts *o, const struct rt_timing *tm);
+// rt_result_write's TAIL for a bench: ARG is a struct rt_timing_arg
+// (TM NULL: no timing section).
+struct rt_timing_arg {
+  const struct rt_opts *o;
+  const struct rt_timing *tm;
+};
+void rt_timing_tail(FILE *f, const void *arg);
 // --pace-ms: hold the host until P ms after the previous step started.
 void rt_pace(const struct rt_opts *o, double *last);
 

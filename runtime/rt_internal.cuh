@@ -306,6 +306,19 @@ struct rt_check {
   unsigned long long nan, poison, outside;
   char reason[RT_REASON_MAX];
 };
+// The check records of one rank (RT_MAX_CHECKS of them, rt_bench.h): the
+// record of (KIND, OUTPUT) (timed steps fold into one per output, every
+// other step gets its own), made in CHECKS[*N] when new; the last slot is
+// reused when full.
+struct rt_check *rt_check_new(struct rt_check *checks, int *n, int rank, int kind,
+                              const char *output);
+// Fold J into record C (worst values kept; J's reason: appended when APPEND,
+// else kept only when C has none yet).
+void rt_check_fold(struct rt_check *c, const struct rt_judgement *j, int append);
+// A failed record C: the first one of the rank goes to FIRST ("rank R kind
+// output: reason"); *FAILED set.
+void rt_check_note(const struct rt_check *c, int *failed, char *first, size_t n);
+
 // Write O->out atomically (a temp file renamed): the head (workload, impl,
 // params, size, NRANKS, VRANKS, protocol_test = VRANKS > 0, STATUS, ERROR,
 // replay), the N checks, then what TAIL(F, ARG) prints (",\n \"timing\": ..."

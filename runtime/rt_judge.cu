@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rt_internal.cuh"
+#include "rt_bench.h"
 
 void rt_reason_add(char *reason, const char *prefix, const char *text) {
   size_t n = strlen(reason);
@@ -169,6 +169,44 @@ int rt_judge_output(struct wl_ctx *ctx, struct rt_buf *b, const struct rt_opts *
 }
 
 const char *rt_judge_process = "in-process";
+
+struct rt_check *rt_check_new(struct rt_check *checks, int *n, int rank, int kind,
+                              const char *output) {
+  if (kind == RT_STEP_TIMED)
+    for (int i = 0; i < *n; i++)
+      if (checks[i].kind == RT_STEP_TIMED && !strcmp(checks[i].output, output))
+        return &checks[i];
+  if (*n >= RT_MAX_CHECKS) return &checks[RT_MAX_CHECKS - 1];
+  struct rt_check *c = &checks[(*n)++];
+  memset(c, 0, sizeof *c);
+  c->rank = rank;
+  c->kind = kind;
+  c->passed = 1;
+  snprintf(c->output, sizeof c->output, "%s", output);
+  return c;
+}
+
+void rt_check_fold(struct rt_check *c, const struct rt_judgement *j, int append) {
+  if (j->rel > c->rel_l2 || j->rel != j->rel) c->rel_l2 = j->rel;
+  if (j->row > c->row_rel) c->row_rel = j->row;
+  if (j->block > c->block_rel) c->block_rel = j->block;
+  c->nan += j->nan;
+  c->poison += j->poison;
+  c->outside += j->outside;
+  if (j->passed) return;
+  size_t n = strlen(c->reason);
+  if (!n || (append && n < sizeof c->reason - 2))
+    snprintf(c->reason + n, sizeof c->reason - n, "%s%s", n ? "; " : "", j->reason);
+  c->passed = 0;
+}
+
+void rt_check_note(const struct rt_check *c, int *failed, char *first, size_t n) {
+  if (c->passed) return;
+  if (!*failed)
+    snprintf(first, n, "rank %d %s %s: %s", c->rank, rt_step_kind_name[c->kind], c->output,
+             c->reason);
+  *failed = 1;
+}
 
 const char *const rt_step_kind_name[3] = {"check", "timed", "perturb"};
 

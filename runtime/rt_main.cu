@@ -75,29 +75,12 @@ static void add_reason(struct rt_check *c, const char *fmt, const char *arg,
   c->passed = 0;
 }
 
-static struct rt_check *new_check(struct rt_run *r, int kind,
-                                  const char *output) {
-  // Timed steps fold into one record per output (worst values kept).
-  if (kind == RT_STEP_TIMED)
-    for (int i = 0; i < r->nchecks; i++)
-      if (r->checks[i].kind == RT_STEP_TIMED && !strcmp(r->checks[i].output, output))
-        return &r->checks[i];
-  if (r->nchecks >= RT_MAX_CHECKS) return &r->checks[RT_MAX_CHECKS - 1];
-  struct rt_check *c = &r->checks[r->nchecks++];
-  memset(c, 0, sizeof *c);
-  c->rank = r->ctx->prob.rank;
-  c->kind = kind;
-  c->passed = 1;
-  snprintf(c->output, sizeof c->output, "%s", output);
-  return c;
+static struct rt_check *new_check(struct rt_run *r, int kind, const char *output) {
+  return rt_check_new(r->checks, &r->nchecks, r->ctx->prob.rank, kind, output);
 }
 
 static void note_fail(struct rt_run *r, const struct rt_check *c) {
-  if (c->passed) return;
-  if (!r->failed)
-    snprintf(r->first_reason, sizeof r->first_reason, "rank %d %s %s: %s",
-             r->ctx->prob.rank, rt_step_kind_name[c->kind], c->output, c->reason);
-  r->failed = 1;
+  rt_check_note(c, &r->failed, r->first_reason, sizeof r->first_reason);
 }
 
 // Cross-rank barrier; DATA is max-reduced (used for the bench stop flag).
@@ -274,16 +257,7 @@ static int verify_step(struct rt_run *r, int kind, int pk, long long sample) {
     rt_phase_move("judge", j0);
     RT_TRY(jrc);
     struct rt_check *c = new_check(r, kind, b->name);
-    if (j.rel > c->rel_l2 || j.rel != j.rel) c->rel_l2 = j.rel;
-    if (j.row > c->row_rel) c->row_rel = j.row;
-    if (j.block > c->block_rel) c->block_rel = j.block;
-    c->nan += j.nan;
-    c->poison += j.poison;
-    c->outside += j.outside;
-    if (!j.passed) {
-      if (!c->reason[0]) snprintf(c->reason, sizeof c->reason, "%s", j.reason);
-      c->passed = 0;
-    }
+    rt_check_fold(c, &j, 0);
     note_fail(r, c);
   }
   return 0;
@@ -555,21 +529,16 @@ void rt_timing_write(FILE *f, const struct rt_opts *o, const struct rt_timing *t
   }
 }
 
-struct timing_arg {
-  const struct rt_opts *o;
-  const struct timing *tm;
-};
-
-static void write_timing(FILE *f, const void *arg) {
-  const struct timing_arg *ta = (const struct timing_arg *)arg;
-  rt_timing_write(f, ta->o, ta->tm);
+void rt_timing_tail(FILE *f, const void *arg) {
+  const struct rt_timing_arg *ta = (const struct rt_timing_arg *)arg;
+  if (ta->tm) rt_timing_write(f, ta->o, ta->tm);
 }
 
 static void write_result(struct rt_run *r, const char *status, const char *error,
                          const struct rt_check *all, int nall, const struct timing *tm) {
-  struct timing_arg ta = {r->o, tm};
+  struct rt_timing_arg ta = {r->o, tm};
   rt_result_write(r->o, r->o->prob.nranks, r->o->vranks, status, error, all, nall,
-                  write_timing, &ta);
+                  rt_timing_tail, &ta);
 }
 
 static struct wl_ctx g_ctx;  // the one rank of this process

@@ -124,10 +124,10 @@ static int w_send(int fd, struct wmsg *m, int type, int pass_fd) {
   }
 }
 
-// Receive one message (of TYPE, or W_ERROR); a passed descriptor goes to
-// *GOT_FD (-1 if none; may be NULL when none is expected).  -1 on EOF or
-// a malformed message (rt_last_error says which), -2 on W_ERROR (its text
-// in rt_last_error).
+// Receive one message (of TYPE, any type when 0, or W_ERROR); a passed descriptor goes to
+// *GOT_FD (-1 if none; may be NULL when none is expected).  -1 on a
+// malformed message (rt_last_error says which), -2 on W_ERROR (its text in
+// rt_last_error), -3 at the end of the stream.
 static int w_recv(int fd, struct wmsg *m, int type, int *got_fd) {
   struct iovec iov = {m, sizeof *m};
   union {
@@ -153,7 +153,7 @@ static int w_recv(int fd, struct wmsg *m, int type, int *got_fd) {
     }
   if (n == 0) {
     rt_errorf("the other side closed the judge/worker socket");
-    return -1;
+    return -3;
   }
   if (n != (ssize_t)sizeof *m || m->magic != W_MAGIC) {
     rt_errorf("the judge/worker socket: %s", n < 0 ? strerror(errno) : "malformed message");
@@ -164,10 +164,40 @@ static int w_recv(int fd, struct wmsg *m, int type, int *got_fd) {
     rt_errorf("%s", m->text);
     return -2;
   }
-  if (m->type != (uint32_t)type) {
+  if (type && m->type != (uint32_t)type) {
     rt_errorf("the judge/worker socket: message %u where %d was due", m->type, type);
     return -1;
   }
+  return 0;
+}
+
+// The memfd the worker copies a verified step's OUTPUTs into, mapped (and
+// pinned where CUDA allows) on both sides.
+struct outfile {
+  unsigned char *map;
+  size_t len;
+  int fd, registered;
+};
+
+static void outfile_close(struct outfile *f) {
+  if (f->registered) cudaHostUnregister(f->map);
+  if (f->map) munmap(f->map, f->len);
+  if (f->fd >= 0) close(f->fd);
+  f->registered = 0, f->map = NULL, f->len = 0, f->fd = -1;
+}
+
+// Map FD's LEN bytes of F (F takes FD). 0, or -1 (rt_last_error).
+static int outfile_map(struct outfile *f, int fd, size_t len) {
+  f->fd = fd;
+  f->len = len;
+  f->map = (unsigned char *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (f->map == MAP_FAILED) {
+    f->map = NULL;
+    rt_errorf("mmap of the output file (%zu bytes): %s", len, strerror(errno));
+    return -1;
+  }
+  f->registered = cudaHostRegister(f->map, len, cudaHostRegisterDefault) == cudaSuccess;
+  if (!f->registered) cudaGetLastError();
   return 0;
 }
 
@@ -192,22 +222,14 @@ struct wrun {
   void *hog_buf;
   size_t hog_bytes;
   unsigned int *hog_resident_h, *hog_resident_d;
-  unsigned char *out_map;
-  size_t out_len;
-  int out_fd, registered, setup_done, skip, perturb;
+  struct outfile out;
+  int setup_done, skip, perturb;
   uint64_t keys[RT_MAX_BUFS];
 };
 
 static int w_fail(struct wrun *w, struct wmsg *m, const char *what) {
   snprintf(m->text, sizeof m->text, "%s%s", what, rt_last_error);
   return w_send(w->fd, m, W_ERROR, -1);
-}
-
-static void w_unmap(struct wrun *w) {
-  if (w->registered) cudaHostUnregister(w->out_map);
-  if (w->out_map) munmap(w->out_map, w->out_len);
-  if (w->out_fd >= 0) close(w->out_fd);
-  w->registered = 0, w->out_map = NULL, w->out_len = 0, w->out_fd = -1;
 }
 
 // The candidate's declarations against the judge's: every judged buffer
@@ -251,25 +273,13 @@ static int w_match(struct wrun *w) {
 
 static int w_size(struct wrun *w, struct wmsg *m, int fd) {
   struct wl_ctx *ctx = &w->ctx;
-  w_unmap(w);
-  w->out_fd = fd;
-  w->out_len = m->out_bytes;
-  if (m->nspec < 0 || m->nspec > RT_WSPEC_MAX) {
+  outfile_close(&w->out);
+  if (m->nspec < 0 || m->nspec > RT_WSPEC_MAX || fd < 0 || !m->out_bytes) {
+    if (fd >= 0) close(fd);
     rt_errorf("bad size message");
     return -1;
   }
-  if (fd >= 0 && w->out_len) {
-    w->out_map = (unsigned char *)mmap(NULL, w->out_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-                                        fd, 0);
-    if (w->out_map == MAP_FAILED) {
-      w->out_map = NULL;
-      rt_errorf("mmap of the judge's output file: %s", strerror(errno));
-      return -1;
-    }
-    w->registered = cudaHostRegister(w->out_map, w->out_len, cudaHostRegisterDefault) ==
-                    cudaSuccess;
-    if (!w->registered) cudaGetLastError();
-  }
+  if (outfile_map(&w->out, fd, m->out_bytes) != 0) return -1;
   w->nspec = m->nspec;
   memcpy(w->spec, m->spec, sizeof w->spec);
   w->skip = m->skip;
@@ -377,11 +387,11 @@ static int w_sendout(struct wrun *w) {
   for (int i = 0; i < w->nspec; i++) {
     if (w->spec[i].kind != RT_OUTPUT) continue;
     struct rt_buf *b = &ctx->bufs[w->map[i]];
-    if (w->spec[i].off + b->bytes > w->out_len) {
+    if (w->spec[i].off + b->bytes > w->out.len) {
       rt_errorf("the output file is too small");
       return -1;
     }
-    CUDA_CHECK(cudaMemcpyAsync(w->out_map + w->spec[i].off, b->dev, b->bytes,
+    CUDA_CHECK(cudaMemcpyAsync(w->out.map + w->spec[i].off, b->dev, b->bytes,
                                cudaMemcpyDeviceToHost, ctx->stream));
   }
   CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
@@ -433,7 +443,7 @@ int rt_worker_main(int argc, char **argv) {
   }
   rt_judge_process = "worker";
   w->fd = fd;
-  w->out_fd = -1;
+  w->out.fd = -1;
   struct wl_ctx *ctx = &w->ctx;
   ctx->prob = o.prob;
   int first_fd = -1, rc;
@@ -506,32 +516,16 @@ int rt_worker_main(int argc, char **argv) {
       exit_code = 4;
       break;
     }
-    // The next message, whatever its type (W_ERROR never comes this way).
-    struct iovec iov = {&m, sizeof m};
-    union {
-      char buf[CMSG_SPACE(sizeof(int))];
-      struct cmsghdr align;
-    } u;
-    struct msghdr h;
-    ssize_t n;
-    memset(&h, 0, sizeof h);
-    h.msg_iov = &iov;
-    h.msg_iovlen = 1;
-    h.msg_control = u.buf;
-    h.msg_controllen = sizeof u.buf;
-    do n = recvmsg(fd, &h, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof m || m.magic != W_MAGIC) {
-      exit_code = n == 0 ? 0 : 4;  // the judge went away: nothing to do
+    // The next message, whatever its type (the judge never sends W_ERROR).
+    rc = w_recv(fd, &m, 0, &next_fd);
+    if (rc != 0) {
+      exit_code = rc == -3 ? 0 : 4;  // the judge went away: nothing to do
       break;
     }
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-        memcpy(&next_fd, CMSG_DATA(c), sizeof next_fd);
   }
 quit:
   w_end_size(w);
-  w_unmap(w);
+  outfile_close(&w->out);
   if (ctx->comm) {
     if (exit_code == 0) ncclCommFinalize(ctx->comm);
     ncclCommDestroy(ctx->comm);
@@ -564,9 +558,7 @@ struct jrun {
   int nspec;
   struct wspec spec[RT_WSPEC_MAX];
   int bidx[RT_WSPEC_MAX];  // spec index -> ctx->bufs index
-  unsigned char *out_map;
-  size_t out_len;
-  int out_fd, registered;
+  struct outfile out;
   unsigned long long *hash_dev;
   unsigned long long epoch;
   double plain_max_ms;
@@ -575,30 +567,15 @@ struct jrun {
   char first_reason[256];
   struct wmsg m;  // the message being built or read
   uint64_t done_hash[2 * RT_WSPEC_MAX];
+  uint64_t hk[2];  // this step's hash keys (GO), for the verification
 };
 
 static struct rt_check *j_check(struct jrun *J, int kind, const char *output) {
-  struct jsize *z = J->cur;
-  if (kind == RT_STEP_TIMED)
-    for (int i = 0; i < z->nchecks; i++)
-      if (z->checks[i].kind == RT_STEP_TIMED && !strcmp(z->checks[i].output, output))
-        return &z->checks[i];
-  if (z->nchecks >= RT_MAX_CHECKS) return &z->checks[RT_MAX_CHECKS - 1];
-  struct rt_check *c = &z->checks[z->nchecks++];
-  memset(c, 0, sizeof *c);
-  c->rank = J->o->prob.rank;
-  c->kind = kind;
-  c->passed = 1;
-  snprintf(c->output, sizeof c->output, "%s", output);
-  return c;
+  return rt_check_new(J->cur->checks, &J->cur->nchecks, J->o->prob.rank, kind, output);
 }
 
 static void j_note(struct jrun *J, const struct rt_check *c) {
-  if (c->passed) return;
-  if (!J->failed)
-    snprintf(J->first_reason, sizeof J->first_reason, "rank %d %s %s: %s", J->o->prob.rank,
-             rt_step_kind_name[c->kind], c->output, c->reason);
-  J->failed = 1;
+  rt_check_note(c, &J->failed, J->first_reason, sizeof J->first_reason);
 }
 
 // Read the worker command (NUL-separated words) from PATH.
@@ -718,13 +695,6 @@ static void j_reap(struct jrun *J, char *how, size_t n) {
   }
 }
 
-static void j_unmap(struct jrun *J) {
-  if (J->registered) cudaHostUnregister(J->out_map);
-  if (J->out_map) munmap(J->out_map, J->out_len);
-  if (J->out_fd >= 0) close(J->out_fd);
-  J->registered = 0, J->out_map = NULL, J->out_len = 0, J->out_fd = -1;
-}
-
 // The judged buffers of this size: the baseline's wl_setup (trusted) run
 // for its declarations only; its buffers freed again, the OUTPUTs'
 // snapshot and expectation kept.
@@ -768,21 +738,13 @@ static int j_spec(struct jrun *J) {
     rt_errorf("the baseline declares no OUTPUT buffer: nothing can be verified");
     return -1;
   }
-  J->out_fd = memfd_create("cuco-outputs", MFD_CLOEXEC);
-  if (J->out_fd < 0 || ftruncate(J->out_fd, (off_t)off) != 0) {
+  int fd = memfd_create("cuco-outputs", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, (off_t)off) != 0) {
     rt_errorf("the output file (%llu bytes): %s", (unsigned long long)off, strerror(errno));
+    if (fd >= 0) close(fd);
     return -1;
   }
-  J->out_len = off;
-  J->out_map = (unsigned char *)mmap(NULL, off, PROT_READ | PROT_WRITE, MAP_SHARED, J->out_fd, 0);
-  if (J->out_map == MAP_FAILED) {
-    J->out_map = NULL;
-    rt_errorf("mmap of the output file: %s", strerror(errno));
-    return -1;
-  }
-  J->registered = cudaHostRegister(J->out_map, off, cudaHostRegisterDefault) == cudaSuccess;
-  if (!J->registered) cudaGetLastError();
-  return 0;
+  return outfile_map(&J->out, fd, off);
 }
 
 // What the worker's step costs on top of its events that the judge can
@@ -861,8 +823,8 @@ static int j_step(struct jrun *J, int pk, unsigned long long step_no, int want_s
   for (int i = 0; i < J->nspec; i++)
     if (J->spec[i].kind == RT_INPUT)
       m->key[i] = rt_input_key(ctx, ctx->bufs[J->bidx[i]].id, ctx->prob.rank, ctx->input_step);
-  m->hk[0] = rt_prf(RT_PRF_HASH, ctx->prob.seed, step_no, 1);
-  m->hk[1] = rt_prf(RT_PRF_HASH, ctx->prob.seed, step_no, 2);
+  J->hk[0] = m->hk[0] = rt_prf(RT_PRF_HASH, ctx->prob.seed, step_no, 1);
+  J->hk[1] = m->hk[1] = rt_prf(RT_PRF_HASH, ctx->prob.seed, step_no, 2);
   double t0 = rt_now_ms();
   if (w_send(J->fd, m, W_GO, -1) != 0) return -1;
   memset(m->key, 0, sizeof m->key);
@@ -901,11 +863,9 @@ static int j_verify(struct jrun *J, int kind, int pk, long long sample) {
     struct rt_buf *b = &ctx->bufs[J->bidx[i]];
     unsigned long long got[2];
     double j0 = rt_now_ms();
-    CUDA_CHECK(cudaMemcpyAsync(b->snap, J->out_map + J->spec[i].off, b->bytes,
+    CUDA_CHECK(cudaMemcpyAsync(b->snap, J->out.map + J->spec[i].off, b->bytes,
                                cudaMemcpyHostToDevice, ctx->ref_stream));
-    RT_TRY(rt_hash_keyed(b->snap, b->bytes, rt_prf(RT_PRF_HASH, ctx->prob.seed, ctx->step, 1),
-                         rt_prf(RT_PRF_HASH, ctx->prob.seed, ctx->step, 2), J->hash_dev,
-                         ctx->ref_stream));
+    RT_TRY(rt_hash_keyed(b->snap, b->bytes, J->hk[0], J->hk[1], J->hash_dev, ctx->ref_stream));
     CUDA_CHECK(cudaMemcpyAsync(got, J->hash_dev, sizeof got, cudaMemcpyDeviceToHost,
                                ctx->ref_stream));
     CUDA_CHECK(cudaStreamSynchronize(ctx->ref_stream));
@@ -922,18 +882,7 @@ static int j_verify(struct jrun *J, int kind, int pk, long long sample) {
     int jrc = rt_judge_output(ctx, b, o, sample, prefix, &j);
     rt_phase_move("judge", j0);
     RT_TRY(jrc);
-    if (j.rel > c->rel_l2 || j.rel != j.rel) c->rel_l2 = j.rel;
-    if (j.row > c->row_rel) c->row_rel = j.row;
-    if (j.block > c->block_rel) c->block_rel = j.block;
-    c->nan += j.nan;
-    c->poison += j.poison;
-    c->outside += j.outside;
-    if (!j.passed) {
-      size_t n = strlen(c->reason);
-      if (n < sizeof c->reason - 2)
-        snprintf(c->reason + n, sizeof c->reason - n, "%s%s", n ? "; " : "", j.reason);
-      c->passed = 0;
-    }
+    rt_check_fold(c, &j, 1);
     j_note(J, c);
   }
   return 0;
@@ -1023,15 +972,15 @@ static int j_one_size(struct jrun *J, unsigned round) {
   memcpy(ctx->prob.params, o->prob.params, sizeof ctx->prob.params);
   memcpy(ctx->prob.size_name, o->prob.size_name, sizeof ctx->prob.size_name);
   rt_progress(o, "setup");
-  j_unmap(J);
+  outfile_close(&J->out);
   if (j_spec(J) != 0 || j_calibrate(J, &z->cal_ms) != 0) goto error;
   memset(m, 0, sizeof *m);
   m->prob = ctx->prob;
   m->mode = o->mode, m->skip = o->skip, m->perturb = o->perturb;
   m->nspec = J->nspec;
   memcpy(m->spec, J->spec, sizeof m->spec);
-  m->out_bytes = J->out_len;
-  if (w_send(J->fd, m, W_SIZE, J->out_fd) != 0) goto error;
+  m->out_bytes = J->out.len;
+  if (w_send(J->fd, m, W_SIZE, J->out.fd) != 0) goto error;
   if (w_recv(J->fd, m, W_SETUP_OK, NULL) != 0) goto error;
   if (o->mode == RT_MODE_VERIFY ? j_run_verify(J, &step_no) : j_run_bench(J, &step_no)) goto error;
   if (w_send(J->fd, m, W_END_SIZE, -1) != 0 || w_recv(J->fd, m, W_ENDED, NULL) != 0) goto error;
@@ -1207,19 +1156,9 @@ static int write_results(struct jrun *J, int nsizes) {
       }
       tmp = &g_tm;
     }
-    struct {
-      const struct rt_opts *o;
-      const struct rt_timing *tm;
-    } ta = {o, tmp};
-    rt_result_write(
-        o, R, 0, status == 0 ? "ok" : status == 3 ? "verify_failed" : "error", error, g_merged,
-        nall,
-        [](FILE *f, const void *arg) {
-          const struct rt_opts *oo = *(const struct rt_opts *const *)arg;
-          const struct rt_timing *t = ((const struct rt_timing *const *)arg)[1];
-          if (t) rt_timing_write(f, oo, t);
-        },
-        &ta);
+    struct rt_timing_arg ta = {o, tmp};
+    rt_result_write(o, R, 0, status == 0 ? "ok" : status == 3 ? "verify_failed" : "error",
+                    error, g_merged, nall, rt_timing_tail, &ta);
     if (status && !exit_code) exit_code = status;
     if (status) {
       if (status == 3) fprintf(stderr, "rank 0: verification failed: %s\n", error);
@@ -1237,7 +1176,7 @@ int rt_judge_main(struct rt_opts *o) {
   J.o = o;
   J.fd = -1;
   J.pid = -1;
-  J.out_fd = -1;
+  J.out.fd = -1;
   rt_judge_process = "separate";
   int exit_code = 4, nsizes = 0;
   char how[160] = "";
@@ -1295,7 +1234,7 @@ int rt_judge_main(struct rt_opts *o) {
       snprintf(z->error, sizeof z->error, "%s (%s)", how, "during the run");
     }
   }
-  j_unmap(&J);
+  outfile_close(&J.out);
   rt_progress(o, "done");
   if (o->prob.rank != 0) {
     write_part(o, nsizes);

@@ -441,16 +441,7 @@ static int vr_verify(struct vr_run *v, int kind, int pk) {
         return -1;
       }
       struct rt_check *c = vr_get(v, r, kind, b->name);
-      if (j.rel > c->rel_l2 || j.rel != j.rel) c->rel_l2 = j.rel;
-      if (j.row > c->row_rel) c->row_rel = j.row;
-      if (j.block > c->block_rel) c->block_rel = j.block;
-      c->nan += j.nan;
-      c->poison += j.poison;
-      c->outside += j.outside;
-      if (!j.passed) {
-        if (!c->reason[0]) snprintf(c->reason, sizeof c->reason, "%s", j.reason);
-        c->passed = 0;
-      }
+      rt_check_fold(c, &j, 0);
       vr_note(v, c);
     }
   }

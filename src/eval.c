@@ -86,6 +86,22 @@ static int stage_static(const struct eval_opts *o, const char *code,
 
 /* ---- build stage ---- */
 
+/* What every build of this evaluation shares: IMPL built into OUT. */
+static void build_base(const struct eval_opts *o, const struct eval_ctx *x,
+                       const char *impl, const char *out,
+                       struct build_opts *bo)
+{
+  bo->wl = o->wl;
+  bo->tc = o->tc;
+  bo->runtime_dir = x->runtime_dir;
+  bo->impl_path = impl;
+  bo->out_bin = out;
+  bo->cache_dir = x->cache_dir;
+  bo->timeout_s = o->build_timeout_s > 0 ? o->build_timeout_s : 300;
+  bo->work_dir = x->work_dir;
+  bo->nice = o->build_nice;
+}
+
 static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
                        const struct directive_set *d, struct eval_result *r,
                        struct err *e)
@@ -100,19 +116,11 @@ static int stage_build(const struct eval_opts *o, struct eval_ctx *x,
   directive_flags(d, &f);
   for (i = 0; i < f.n; i++)
     fl[i] = f.v[i];
-  bo.wl = o->wl;
-  bo.tc = o->tc;
-  bo.runtime_dir = x->runtime_dir;
-  bo.impl_path = x->src_path;
+  build_base(o, x, x->src_path, x->bin_path, &bo);
   bo.dflags = fl;
   bo.ndflags = f.n;
   bo.vranks = o->vranks;
   bo.compile_only = o->compile_only;
-  bo.out_bin = x->bin_path;
-  bo.cache_dir = x->cache_dir;
-  bo.timeout_s = o->build_timeout_s > 0 ? o->build_timeout_s : 300;
-  bo.work_dir = x->work_dir;
-  bo.nice = o->build_nice;
   rc = build_run(&bo, &br, &be);
   r->build_s = br.wall_s;
   ncomp = br.compiled;
@@ -161,15 +169,7 @@ static int stage_judge(const struct eval_opts *o, struct eval_ctx *x,
 
   snprintf(base, sizeof(base), "%s/%s", o->wl->dir, o->wl->baselines[0]);
   snprintf(x->judge_bin, sizeof(x->judge_bin), "%s/judge.bin", x->work_dir);
-  bo.wl = o->wl;
-  bo.tc = o->tc;
-  bo.runtime_dir = x->runtime_dir;
-  bo.impl_path = base;
-  bo.out_bin = x->judge_bin;
-  bo.cache_dir = x->cache_dir;
-  bo.timeout_s = o->build_timeout_s > 0 ? o->build_timeout_s : 300;
-  bo.work_dir = x->work_dir;
-  bo.nice = o->build_nice;
+  build_base(o, x, base, x->judge_bin, &bo);
   rc = build_run(&bo, &br, &be);
   r->build_s += br.wall_s;
   build_result_release(&br);
