@@ -9,6 +9,10 @@
 #include "rt_sol.h"
 
 #define RT_MAX_SAMPLES 2000
+// Host clock: events must not claim much less than the host saw (the
+// judge of a separate worker adds its own allowance, rt_split.cu).
+#define RT_HC_ABS_MS 0.25
+#define RT_HC_REL 0.10
 #define RT_MAX_CHECKS 48  // check records of one rank and size
 // No rule ends a bench before this many timed steps (rt_main.cu says why).
 #define RT_CI_MIN_STEPS 32

@@ -40,9 +40,6 @@ extern "C" int wl_work(const struct wl_problem *p, struct wl_work *w) __attribut
 // it the state is dropped (leaked) between sizes.
 extern "C" void wl_reference_release(struct wl_ctx *ctx) __attribute__((weak));
 
-// Host clock: events must not claim much less than the host saw.
-#define RT_HC_ABS_MS 0.25
-#define RT_HC_REL 0.10
 
 
 

@@ -382,9 +382,18 @@ static int w_go(struct wrun *w, struct wmsg *m) {
   return 0;
 }
 
-static int w_sendout(struct wrun *w) {
+// A verified step: the OUTPUTs into the judge's file, and the INPUTs'
+// hashes (under M's keys) into M, for the judge's input-hash check.
+static int w_sendout(struct wrun *w, struct wmsg *m) {
   struct wl_ctx *ctx = &w->ctx;
+  int nin = 0;
   for (int i = 0; i < w->nspec; i++) {
+    if (w->spec[i].kind == RT_INPUT) {
+      struct rt_buf *b = &ctx->bufs[w->map[i]];
+      RT_TRY(rt_hash_keyed(b->dev, b->bytes, m->hk[0], m->hk[1], &w->hash_dev[2 * i],
+                           ctx->stream));
+      nin++;
+    }
     if (w->spec[i].kind != RT_OUTPUT) continue;
     struct rt_buf *b = &ctx->bufs[w->map[i]];
     if (w->spec[i].off + b->bytes > w->out.len) {
@@ -395,6 +404,9 @@ static int w_sendout(struct wrun *w) {
                                cudaMemcpyDeviceToHost, ctx->stream));
   }
   CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+  if (nin)
+    CUDA_CHECK(cudaMemcpy(m->hash, w->hash_dev, sizeof(uint64_t) * 2 * w->nspec,
+                          cudaMemcpyDeviceToHost));
   return 0;
 }
 
@@ -497,7 +509,7 @@ int rt_worker_main(int argc, char **argv) {
         rc = w_go(w, &m) ? w_fail(w, &m, "") : w_send(fd, &m, W_DONE, -1);
         break;
       case W_SEND:
-        rc = w_sendout(w) ? w_fail(w, &m, "") : w_send(fd, &m, W_SENT, -1);
+        rc = w_sendout(w, &m) ? w_fail(w, &m, "") : w_send(fd, &m, W_SENT, -1);
         break;
       case W_END_SIZE: {
         int d = 0;
@@ -568,6 +580,7 @@ struct jrun {
   struct wmsg m;  // the message being built or read
   uint64_t done_hash[2 * RT_WSPEC_MAX];
   uint64_t hk[2];  // this step's hash keys (GO), for the verification
+  void *in_tmp;    // the largest INPUT's size: regenerated inputs
 };
 
 static struct rt_check *j_check(struct jrun *J, int kind, const char *output) {
@@ -756,11 +769,12 @@ static int j_calibrate(struct jrun *J, double *ms) {
   for (int i = 0; i < ctx->nbufs; i++)
     if (ctx->bufs[i].kind == RT_INPUT && ctx->bufs[i].bytes > in_max)
       in_max = ctx->bufs[i].bytes;
-  void *tmp = NULL;
+  void *tmp = J->in_tmp;
   cudaEvent_t a, b;
   double v[5];
   *ms = 0;
-  if (in_max) CUDA_CHECK(cudaMalloc(&tmp, in_max));
+  if (in_max) CUDA_CHECK(cudaMalloc(&J->in_tmp, in_max));
+  tmp = J->in_tmp;
   CUDA_CHECK(cudaEventCreate(&a));
   CUDA_CHECK(cudaEventCreate(&b));
   for (int r = 0; r < 6; r++) {
@@ -782,7 +796,6 @@ static int j_calibrate(struct jrun *J, double *ms) {
   *ms = v[2];
   cudaEventDestroy(a);
   cudaEventDestroy(b);
-  cudaFree(tmp);
   return 0;
 }
 
@@ -849,15 +862,53 @@ static int j_step(struct jrun *J, int pk, unsigned long long step_no, int want_s
   return 0;
 }
 
+// The INPUTs the worker hashed after the step (SENT) against this step's
+// inputs as the judge makes them: an implementation that wrote its inputs
+// (honest code that uses them as scratch; the judge's own inputs never
+// change) is named.  Only the worker's word, but nothing it could gain by
+// lying: what is judged is made from the judge's inputs.
+static int j_inputs_check(struct jrun *J, int kind, const char *prefix) {
+  struct wl_ctx *ctx = &J->ctx;
+  for (int i = 0; i < J->nspec; i++) {
+    if (J->spec[i].kind != RT_INPUT) continue;
+    struct rt_buf *b = &ctx->bufs[J->bidx[i]];
+    unsigned long long want[2];
+    RT_TRY(rt_fill_random(J->in_tmp, b->bytes, b->dtype,
+                          rt_input_key(ctx, b->id, ctx->prob.rank, ctx->input_step), NULL,
+                          ctx->ref_stream));
+    if (wl_input_post && wl_input_post(ctx, b->name, ctx->prob.rank, J->in_tmp,
+                                       ctx->input_step, ctx->ref_stream) != 0) {
+      rt_errorf("input hook for %s: %s", b->name, ctx->err);
+      return -1;
+    }
+    RT_TRY(rt_hash_keyed(J->in_tmp, b->bytes, J->hk[0], J->hk[1], J->hash_dev,
+                         ctx->ref_stream));
+    CUDA_CHECK(cudaMemcpyAsync(want, J->hash_dev, sizeof want, cudaMemcpyDeviceToHost,
+                               ctx->ref_stream));
+    CUDA_CHECK(cudaStreamSynchronize(ctx->ref_stream));
+    if (want[0] != J->m.hash[2 * i] || want[1] != J->m.hash[2 * i + 1]) {
+      struct rt_check *c = j_check(J, kind, "(inputs)");
+      char text[RT_REASON_MAX];
+      snprintf(text, sizeof text, "input-hash: INPUT %s changed during the step", b->name);
+      rt_reason_add(c->reason, prefix, text);
+      c->passed = 0;
+      j_note(J, c);
+    }
+  }
+  return 0;
+}
+
 // Verify the step just run: the worker sends its OUTPUTs; they must hash
 // to its commitment, then match the reference.
 static int j_verify(struct jrun *J, int kind, int pk, long long sample) {
   struct wl_ctx *ctx = &J->ctx;
   const struct rt_opts *o = J->o;
   const char *prefix = pk == RT_PK_TIMED ? "timed-verify" : pk >= 0 ? rt_pk_name[pk] : NULL;
+  J->m.hk[0] = J->hk[0], J->m.hk[1] = J->hk[1];
   if (w_send(J->fd, &J->m, W_SEND, -1) != 0) return -1;
   int rc = w_recv(J->fd, &J->m, W_SENT, NULL);
   if (rc) return rc;
+  if (!(o->skip & RT_CK_INPUT_HASH)) RT_TRY(j_inputs_check(J, kind, prefix));
   for (int i = 0; i < J->nspec; i++) {
     if (J->spec[i].kind != RT_OUTPUT) continue;
     struct rt_buf *b = &ctx->bufs[J->bidx[i]];
@@ -894,11 +945,27 @@ static int j_run_verify(struct jrun *J, unsigned long long *step_no) {
   double ev, host;
   int nchk = 1 + (o->warmup > 2 ? 2 : o->warmup);
   if (nchk < 2) nchk = 2;
+  double best_gap = 1e30, best_ev = 0;
   for (int i = 0; i < nchk; i++) {
     rt_progress(o, "verify");
     RT_TRY(j_step(J, -1, ++*step_no, 0, &stopped, &ev, &host));
     RT_TRY(j_verify(J, RT_STEP_CHECK, -1, 1));
     if (ev > J->plain_max_ms) J->plain_max_ms = ev;
+    double gap = host - J->cur->cal_ms - ev;
+    if (gap < best_gap) best_gap = gap, best_ev = ev;
+  }
+  // As the in-process host-clock check, on the judge's clock with its own
+  // allowance on top: the best plain step's time outside the events.
+  if (!(o->skip & RT_CK_HOST_CLOCK) && best_gap > RT_SPLIT_ABS_MS + RT_HC_ABS_MS +
+                                                      RT_HC_REL * best_ev) {
+    struct rt_check *c = j_check(J, RT_STEP_CHECK, "(timing)");
+    char text[RT_REASON_MAX];
+    snprintf(text, sizeof text,
+             "host-clock: events %.3f ms but the judge's clock %.3f ms more (beyond the inputs "
+             "and hashes): work escaped the timed stream", best_ev, best_gap);
+    rt_reason_add(c->reason, NULL, text);
+    c->passed = 0;
+    j_note(J, c);
   }
   for (int pk = 0; o->perturb && pk < 3; pk++) {
     if (o->skip & rt_pk_bit[pk]) continue;
@@ -999,6 +1066,8 @@ out:
     cudaFree(ctx->bufs[i].expected);
   }
   ctx->nbufs = 0;
+  cudaFree(J->in_tmp);
+  J->in_tmp = NULL;
   return z->status;
 }
 
