@@ -122,7 +122,14 @@ finish() { # name: count its TAP lines and print its line
     failed_names+=("$n")
     printf '[%d/%d] FAIL %s (%d passed, %d failed) %.1f s (log: %s)\n' \
       "$done_n" "$total" "$n" "$p" "$f" "$s" "$log"
-    grep -E '^not ok |^# ' "$log" | head -20
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      # timeout(1) ended it: say so, with its deadline and where it was
+      printf '  %s: timed out after its deadline of %s s; the last lines of its log:\n' \
+        "$n" "${limit[$n]}"
+      tail -n 12 "$log" | sed 's/^/  | /'
+    else
+      grep -E '^not ok |^# ' "$log" | head -20
+    fi
   else
     printf '[%d/%d] ok   %s (%d) %.1f s\n' "$done_n" "$total" "$n" "$p" "$s"
   fi

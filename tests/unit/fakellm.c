@@ -68,6 +68,7 @@ static unsigned long seq;
 static FILE *logf_;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static volatile sig_atomic_t stop;
+static sigset_t waitmask; /* the mask to wait with: SIGTERM/SIGINT open */
 
 static void die(const char *fmt, const char *a)
 {
@@ -357,9 +358,24 @@ int main(int argc, char **argv)
   logf_ = fopen(logpath, "w");
   if (!logf_)
     die("cannot write %s", logpath);
-  signal(SIGTERM, on_signal);
-  signal(SIGINT, on_signal);
-  signal(SIGPIPE, SIG_IGN);
+  {
+    /* No SA_RESTART: a read of stdin returns at the signal.  And the two
+     * signals stay blocked outside sigsuspend: one that arrives between
+     * the test of stop and the wait cannot be lost (pause() lost it, and
+     * the server then never exited: 3 hangs in 25 runs, issue 48). */
+    struct sigaction act;
+    sigset_t block;
+    memset(&act, 0, sizeof(act));
+    act.sa_handler = on_signal;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGTERM, &act, NULL);
+    sigaction(SIGINT, &act, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &waitmask);
+  }
   memset(&sa, 0, sizeof(sa));
   sa.sin_family = AF_INET;
   sa.sin_port = htons((unsigned short)port);
@@ -376,11 +392,13 @@ int main(int argc, char **argv)
   fflush(stdout);
   if (stdin_eof) {
     char tmp[256];
+    /* the signals are let through while reading (read returns EINTR) */
+    sigprocmask(SIG_SETMASK, &waitmask, NULL);
     while (!stop && read(0, tmp, sizeof(tmp)) > 0)
       ;
   } else {
     while (!stop)
-      pause();
+      sigsuspend(&waitmask); /* unblocks and waits atomically */
   }
   MHD_stop_daemon(d);
   fclose(logf_);
