@@ -787,9 +787,10 @@ static int stage_runs(const struct eval_opts *o, struct eval_ctx *x,
   } else {
     eval_pass(o, st, "ok: %d size%s passed%s; thresholds: %s", n,
               n == 1 ? "" : "s",
-              o->wl->kind == WORKLOAD_FREEFORM
-                  ? " (checked by the program, not the harness)"
-                  : "",
+              o->wl->kind != WORKLOAD_FREEFORM ? ""
+              : o->wl->ff_check[0]
+                  ? " (checked by the workload's check, run by cuco)"
+                  : " (checked by the program, not the harness)",
               note);
   }
   return 0;
@@ -971,6 +972,8 @@ out:
     pthread_mutex_unlock(o->run_lock);
   if (x->temp)
     file_rmtree(x->work_dir);
+  if (x->ff_check_dir[0])
+    file_rmtree(x->ff_check_dir);
   free(x);
   return rc;
 }

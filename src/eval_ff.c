@@ -1,6 +1,8 @@
 /* eval_ff.c - freeform runs (eval.h explains the templates). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +20,15 @@
 
 #define FF_OUT_MAX (1u << 20)
 
-/* The last stdout line that starts with '{', parsed. */
-static json_t *last_json_line(const char *out, char *why, size_t n)
+/* The last stdout line that starts with '{', parsed.  ONLY: it must be the
+ * only such line (the program's metrics; a second one, say written at exit
+ * over the first, is refused). */
+static json_t *last_json_line(const char *out, int only, char *why, size_t n)
 {
   const char *p = out, *last = NULL;
   json_error_t je;
   json_t *j;
+  int lines = 0;
 
   while (*p) {
     size_t len = strcspn(p, "\n");
@@ -31,12 +36,19 @@ static json_t *last_json_line(const char *out, char *why, size_t n)
     while (i < len && (p[i] == ' ' || p[i] == '\t'))
       i++;
     if (i < len && p[i] == '{')
-      last = p + i;
+      last = p + i, lines++;
     p += len;
     p += *p ? 1 : 0;
   }
   if (!last) {
     snprintf(why, n, "the program printed no JSON metrics line");
+    return NULL;
+  }
+  if (only && lines > 1) {
+    snprintf(why, n,
+             "the program printed %d JSON metrics lines: one is the contract, "
+             "and a second is not believed",
+             lines);
     return NULL;
   }
   j = json_loadb(last, strcspn(last, "\n"), JSON_REJECT_DUPLICATES, &je);
@@ -117,6 +129,118 @@ static int ff_launched(const struct eval_opts *o, struct eval_ctx *x,
   return 0;
 }
 
+/* Build the workload's check ([freeform] check_build) once per evaluation,
+ * into a folder of the cache that no candidate run is given.  0, or <0. */
+static int ff_check_prepare(const struct eval_opts *o, struct eval_ctx *x,
+                            struct err *e)
+{
+  struct build_vars v = {0};
+  struct proc_opts po = {0};
+  struct proc_result pr;
+  const char *rw[2];
+  char **argv, **env, how[128], dir[PATH_MAX];
+  int rc;
+
+  if (x->ff_checker[0] || !o->wl->ff_check[0])
+    return 0;
+  /* the build runs in its own folder: {dir} must not be relative */
+  if (!realpath(o->wl->dir, dir))
+    snprintf(dir, sizeof(dir), "%s", o->wl->dir);
+  snprintf(x->ff_check_dir, sizeof(x->ff_check_dir), "%s/ffcheck.XXXXXX",
+           x->cache_dir);
+  if ((rc = file_mkdirs(x->cache_dir, e)))
+    return rc;
+  if (!mkdtemp(x->ff_check_dir)) {
+    rc = err_set(e, ERR_IO, "mkdtemp %s: %s", x->ff_check_dir,
+                 strerror(errno));
+    x->ff_check_dir[0] = '\0';
+    return rc;
+  }
+  snprintf(x->ff_checker, sizeof(x->ff_checker), "%s/check",
+           x->ff_check_dir);
+  if (!o->wl->ff_check_build[0])
+    return 0;
+  v.bin = x->ff_checker;
+  v.dir = dir;
+  v.work = x->ff_check_dir;
+  argv = build_template_argv(o->wl->ff_check_build, &v, e);
+  if (!argv)
+    return err_wrap(e, "%s [freeform] check_build", o->wl->ini_path);
+  env = proc_env_new(proc_env_default_allow, NULL);
+  rw[0] = x->ff_check_dir;
+  rw[1] = NULL;
+  po.argv = (const char *const *)argv;
+  po.envp = (const char *const *)env;
+  po.cwd = x->ff_check_dir;
+  po.sandbox = PROC_SANDBOX_ISOLATED;
+  po.rw_dirs = rw;
+  po.timeout_s = o->build_timeout_s > 0 ? o->build_timeout_s : 300;
+  rc = proc_run(&po, &pr, e);
+  tmpl_argv_free(argv);
+  proc_env_free(env);
+  if (rc)
+    return rc;
+  if (!proc_ok(&pr)) {
+    rc = err_set(e, ERR_CONFIG, "%s [freeform] check_build: %s: %.200s",
+                 o->wl->ini_path, proc_describe(&pr, how, sizeof(how)),
+                 buf_str(&pr.err));
+    x->ff_checker[0] = '\0';
+  }
+  proc_result_release(&pr);
+  return rc;
+}
+
+/* The workload's check of the run just made ([freeform] check): 0 passed
+ * (its metrics, if any, added to MET), 1 failed (verdict set), <0. */
+static int ff_check_run(const struct eval_opts *o, struct eval_ctx *x,
+                        const struct workload_size *s, const char *mode,
+                        const struct build_vars *pv, struct eval_result *r,
+                        json_t *met, struct err *e)
+{
+  enum eval_stage st =
+      !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
+  struct build_vars v = *pv;
+  struct proc_opts po = {0};
+  struct proc_result pr;
+  char **argv, **env, how[128], why[256];
+  json_t *j;
+  int rc;
+
+  v.bin = x->ff_checker;
+  argv = build_template_argv(o->wl->ff_check, &v, e);
+  if (!argv)
+    return err_wrap(e, "%s [freeform] check", o->wl->ini_path);
+  env = proc_env_new(proc_env_default_allow, NULL);
+  po.argv = (const char *const *)argv;
+  po.envp = (const char *const *)env;
+  po.cwd = x->work_dir;
+  po.sandbox = PROC_SANDBOX_ISOLATED; /* it reads what the candidate wrote */
+  po.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
+  po.out_max = FF_OUT_MAX;
+  po.err_max = EVAL_LOG_MAX;
+  rc = proc_run(&po, &pr, e);
+  tmpl_argv_free(argv);
+  proc_env_free(env);
+  if (rc)
+    return rc;
+  j = proc_ok(&pr) ? last_json_line(buf_str(&pr.out), 0, why, sizeof(why))
+                   : NULL;
+  if (!proc_ok(&pr))
+    snprintf(why, sizeof(why), "%s", proc_describe(&pr, how, sizeof(how)));
+  proc_result_release(&pr);
+  if (!j || !json_is_true(json_object_get(j, "ok"))) {
+    const char *er = j ? json_string_value(json_object_get(j, "error")) : NULL;
+    eval_fail(r, o, st, EVAL_STATUS_FAILED,
+              "size %s: verification failed (the workload's check, run by "
+              "cuco)%s%s",
+              s->name, j ? (er ? ": " : "") : ": ", j ? (er ? er : "") : why);
+    json_decref(j);
+    return 1;
+  }
+  json_object_set_new(met, "check", j);
+  return 0;
+}
+
 /* One run of the program. 0 ok (*met set), 1 candidate failure. */
 static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
                    const struct workload_size *s, const char *mode,
@@ -133,7 +257,11 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
   json_t *j, *ok;
   int rc;
 
+  double wall_ms = 0;
+
   *met = NULL;
+  if ((rc = ff_check_prepare(o, x, e)))
+    return rc;
   snprintf(seed_s, sizeof(seed_s), "%lu", o->seed ? o->seed : 1234UL);
   snprintf(outp, sizeof(outp), "%s/metrics.json", x->work_dir);
   v.src = x->src_path;
@@ -193,15 +321,19 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
     proc_result_release(&pr);
     return 1;
   }
+  wall_ms = pr.wall_s * 1e3;
 parse:
-  j = last_json_line(buf_str(&pr.out), why, sizeof(why));
+  j = last_json_line(buf_str(&pr.out), 1, why, sizeof(why));
   proc_result_release(&pr);
   if (!j) {
     eval_fail(r, o, st, EVAL_STATUS_FAILED, "size %s: %s", s->name, why);
     return 1;
   }
   ok = json_object_get(j, "ok");
-  if (ok && !json_is_true(ok)) {
+  /* with a check of the workload's own, the program's "ok" is not what
+   * decides (it may have defined its check away); without one it is all
+   * there is, and the results say so (verified_by) */
+  if (!o->wl->ff_check[0] && ok && !json_is_true(ok)) {
     const char *er = json_string_value(json_object_get(j, "error"));
     eval_fail(r, o, st, EVAL_STATUS_FAILED,
               "size %s: verification failed (the program's own check)%s%s",
@@ -217,6 +349,24 @@ parse:
               s->name, o->wl->ff_metric);
     json_decref(j);
     return 1;
+  }
+  /* the program's time is its word: believed only inside what cuco's own
+   * clock saw of the whole run, and never below a nanosecond */
+  if (!isfinite(*val) || *val < 1e-6 || (wall_ms > 0 && *val > wall_ms + 1)) {
+    eval_fail(r, o, st, EVAL_STATUS_FAILED,
+              "size %s: '%s' %g ms is impossible: the whole run took %.3f ms "
+              "on cuco's clock (a time must be finite, at least 1e-6 ms and "
+              "within the run)",
+              s->name, o->wl->ff_metric, *val, wall_ms);
+    json_decref(j);
+    return 1;
+  }
+  if (wall_ms > 0)
+    json_object_set_new(j, "cuco_wall_ms", json_real(wall_ms));
+  if (x->ff_checker[0] &&
+      (rc = ff_check_run(o, x, s, mode, &v, r, j, e)) != 0) {
+    json_decref(j);
+    return rc;
   }
   *met = j;
   return 0;
@@ -248,7 +398,8 @@ int eval_ff_run(const struct eval_opts *o, struct eval_ctx *x,
   res = json_object();
   json_object_set_new(res, "mode", json_string(mode));
   json_object_set_new(res, "params", json_string(s->params));
-  json_object_set_new(res, "verified_by", json_string("program"));
+  json_object_set_new(res, "verified_by",
+                      json_string(o->wl->ff_check[0] ? "cuco" : "program"));
   json_object_set(res, "last", last);
   json_decref(last);
   if (!strcmp(mode, "bench")) {

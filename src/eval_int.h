@@ -33,6 +33,10 @@ struct eval_ctx {
   char judge_bin[WORKLOAD_PATH + 200];
   char worker_dir[WORKLOAD_PATH + 32];
   char worker_file[WORKLOAD_PATH + 32];
+  /* freeform: the workload's check, built once where the candidate cannot
+   * write (ff_check_dir, removed with the evaluation); "" = none yet */
+  char ff_check_dir[WORKLOAD_PATH + 32];
+  char ff_checker[WORKLOAD_PATH + 64];
   int ranks;
   int nv, nb;
   struct workload_size vsizes[WORKLOAD_MAX_SIZES];

@@ -492,8 +492,12 @@ static int load_entry(struct workload *w, const struct config_entry *en,
     return 0;
   }
   if (!strcmp(s, "freeform")) {
-    if (!strcmp(k, "build") || !strcmp(k, "run")) {
-      char *dst = !strcmp(k, "build") ? w->ff_build : w->ff_run;
+    if (!strcmp(k, "build") || !strcmp(k, "run") || !strcmp(k, "check") ||
+        !strcmp(k, "check_build")) {
+      char *dst = !strcmp(k, "build")   ? w->ff_build
+                  : !strcmp(k, "run")   ? w->ff_run
+                  : !strcmp(k, "check") ? w->ff_check
+                                        : w->ff_check_build;
       if (strlen(en->value) >= sizeof(w->ff_build))
         return err_set(e, ERR_CONFIG, "%s: command too long", en->origin);
       snprintf(dst, sizeof(w->ff_build), "%s", en->value);
@@ -610,7 +614,9 @@ int workload_load(const char *dir, struct workload *w, struct err *e)
     }
   } else {
     if ((rc = require(w, *w->ff_build && *w->ff_run,
-                      "[freeform] build and run are required", e)))
+                      "[freeform] build and run are required", e)) ||
+        (rc = require(w, !*w->ff_check_build || *w->ff_check,
+                      "[freeform] check_build without check", e)))
       return rc;
   }
   if (!w->nbar && w->nbaselines) { /* the bar is baselines[0] by default,

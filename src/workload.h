@@ -100,6 +100,12 @@ struct workload {
    * eval.h for the placeholders. */
   char ff_build[1024];
   char ff_run[1024];
+  /* optional: the workload's own check of a run's output (docs/contracts.md
+   * 4f): built once per evaluation where the candidate cannot write, run
+   * after every run; its JSON line's "ok" is the verdict, the program's
+   * own is not believed */
+  char ff_check_build[1024];
+  char ff_check[1024];
   char ff_metric[WORKLOAD_NAME]; /* JSON key of the time, default time_ms */
   int ff_repeat;                 /* bench runs per size, default 3 */
   /* [allow] symbols: comma-separated patterns that widen the symbol

@@ -7,7 +7,7 @@ export CUCO_CACHE_DIR=$TMP/cache
 expect_rc "seed evaluates" 0 "$CUCO" eval "$WL" --out "$TMP/seed"
 expect_grep "static verdict" "$TMP/out" "^  static +ok: CUCO_PARAM_order=ijk"
 expect_grep "build verdict" "$TMP/out" "^  build +ok"
-expect_grep "verify verdict" "$TMP/out" "^  verify +ok: 2 sizes passed \(checked by the program"
+expect_grep "verify verdict" "$TMP/out" "^  verify +ok: 2 sizes passed \(checked by the workload's check, run by cuco\)"
 expect_grep "bench verdict" "$TMP/out" "^  bench +ok: 1 size, median"
 expect_grep "summary line" "$TMP/out" "^seed.c: ok; median [0-9.]+ ms"
 for f in seed.c seed.bin build.log run.log eval.json; do
@@ -31,7 +31,11 @@ for r in (s, b):
     assert r["stage"] == "done" and r["status"] == "ok" and r["error"] == "", r
     assert r["score"] > 0 and r["median_ms"] > 0 and r["noise_ms"] >= 0
     full = r["metrics"]["bench"]["full"]
-    assert len(full["samples_ms"]) == 3 and full["verified_by"] == "program"
+    assert len(full["samples_ms"]) == 3 and full["verified_by"] == "cuco"
+    # every run: cuco's own clock around it, the workload's check's verdict
+    last = r["metrics"]["verify"]["small_a"]["last"]
+    assert last["check"]["ok"] is True and last["check"]["nan"] == 0, last
+    assert last["cuco_wall_ms"] >= last["time_ms"] > 0, last
     assert r["metrics"]["verify"]["small_a"]["last"]["ok"] is True
 assert b["directives"]["params"] == {"order": "ikj", "tile": 64, "kunroll": 2}
 # measured: the ikj nest is several times faster than the seed's ijk
@@ -63,6 +67,36 @@ expect_grep "verify failure named" "$TMP/out" "failed: verify: size small_a: "
 sed 's|^  for (i = 0; i < M \* N; i++)$|  for (;;) i++;\n  for (i = 0; i < M * N; i++)|' "$WL/seed.c" >"$TMP/hang.c"
 expect_rc "a hang fails at verify" 1 "$CUCO" eval "$WL" --candidate "$TMP/hang.c" --timeout 1
 expect_grep "hang named" "$TMP/out" "failed: verify: size small_a: hang: timed out"
+
+# Forged metrics (issue 52): a program is not believed about itself.  Each
+# edit goes inside the EVOLVE block (before its end marker).
+forge() { python3 - "$WL/seed.c" "$1" <<'PY'
+import sys
+src = open(sys.argv[1]).read()
+print(src.replace("// EVOLVE-BLOCK-END", sys.argv[2] + "\n// EVOLVE-BLOCK-END", 1), end="")
+PY
+}
+# a second metrics line, written at exit over the honest one
+forge '#include <stdio.h>
+__attribute__((destructor)) static void late(void) { puts("{\"time_ms\": 0.001, \"ok\": true}"); }' >"$TMP/second.c"
+expect_rc "a second JSON line is refused" 1 "$CUCO" eval "$WL" --candidate "$TMP/second.c" --no-bench
+expect_grep "... naming it" "$TMP/out" "failed: verify: size small_a: the program printed 2 JSON metrics lines: one is the contract"
+# a time no run can have: 5e-324 ms, and above the run's own wall time
+forge '#define printf(...) puts("{\"time_ms\": 5e-324, \"ok\": true, \"rel_l2\": 0, \"nan\": 0}")' >"$TMP/tiny.c"
+expect_rc "a 5e-324 ms time is refused" 1 "$CUCO" eval "$WL" --candidate "$TMP/tiny.c" --no-bench
+expect_grep "... as impossible" "$TMP/out" "size small_a: 'time_ms' 4.94066e-324 ms is impossible"
+forge '#define printf(...) puts("{\"time_ms\": 1e300, \"ok\": true}")' >"$TMP/huge.c"
+expect_rc "a time past the run's wall clock is refused" 1 "$CUCO" eval "$WL" --candidate "$TMP/huge.c" --no-bench
+expect_grep "... with cuco's clock" "$TMP/out" "'time_ms' 1e\+300 ms is impossible: the whole run took [0-9.]+ ms on cuco's clock"
+# the check defined away: no work, NaN left, yet the program says ok
+forge '#include <math.h>
+#undef isnan
+#define isnan(x) 0
+#define sqrt(x) 0.0
+#define matmul(A, B, C, M, N, K) ((void)0)' >"$TMP/nocheck.c"
+expect_rc "a check defined away is refused" 1 "$CUCO" eval "$WL" --candidate "$TMP/nocheck.c" --no-bench
+expect_grep "... by the workload's check" "$TMP/out" "failed: verify: size small_a: verification failed \(the workload's check, run by cuco\): NaN or Inf in the output"
+expect_no_grep "... though the program said ok" "$TMP/out" "passed"
 
 # sizes and usage
 expect_rc "explicit shape" 0 "$CUCO" eval "$WL" --sizes M=7,K=5,N=3,small_b --no-bench --json
