@@ -20,7 +20,8 @@ TOK=tok-cucotest-$$-fedcba9876543210
 # when a call gets past the allowlist.
 WIDE=$TMP/wide
 cp -r "$WL" "$WIDE"
-printf '\n[allow]\nsymbols = getppid, open, read, write, close, fork, setsid, pause\n' >>"$WIDE/workload.ini"
+# (the example's own [allow] line widened further)
+sed -i 's/^symbols = \(.*\)$/symbols = \1, getppid, open, read, write, close, fork, setsid, pause/' "$WIDE/workload.ini"
 # The names are token-pasted, as a hostile candidate would write them, so
 # the textual forbidden-call check (the early, friendly one) does not see
 # them either: what stops them is the allowlist on the object (t1205).
@@ -200,7 +201,7 @@ done
 MODE=evolve
 export CUCO_SANDBOX=none
 mkdir -p "$TMP/$MODE/wl"
-cp "$WIDE/workload.ini" "$TMP/$MODE/wl/"
+cp "$WIDE/workload.ini" "$WIDE/check.c" "$TMP/$MODE/wl/"
 make_cand both "leak(); escape();"
 cp "$TMP/both.c" "$TMP/$MODE/wl/seed.c"
 t0=$(date +%s)

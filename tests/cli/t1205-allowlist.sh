@@ -39,14 +39,14 @@ PY
 for f in paste cont; do
   expect_rc "$f: the static check does not see it" 0 "$CUCO" eval "$WL" --candidate "$TMP/$f.c" --static-only
   expect_rc "$f: rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/$f.c"
-  expect_grep "$f: one line naming system()" "$TMP/out" "^$f.c: rejected: allowlist: $f.bin calls 'system' \(not on runtime/symbols.allow\)$"
+  expect_grep "$f: one line naming system()" "$TMP/out" "^$f.c: rejected: allowlist: $f.bin calls 'system' \(not on runtime/symbols.allow\) \[cpu_matmul/workload.ini \[allow\] widens it\]$"
   expect_grep "$f: the stage is named in the progress" "$TMP/out" "^  allowlist FAIL $f.bin calls 'system'"
   expect_no_grep "$f: nothing ran" "$TMP/out" "^  verify"
 done
 expect_rc "mkdir: a hand-declared call off the list is rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/mkdir.c"
 expect_grep "mkdir: named" "$TMP/out" "mkdir.c: rejected: allowlist: mkdir.bin calls 'mkdir' \(not on runtime/symbols.allow\)"
 expect_rc "write: rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/write.c" --json
-expect_grep "write: the JSON verdict names stage and symbol" "$TMP/out" '"error": "allowlist: write.bin calls .write. \(not on runtime/symbols.allow\)"'
+expect_grep "write: the JSON verdict names stage and symbol" "$TMP/out" '"error": "allowlist: write.bin calls .write. \(not on runtime/symbols.allow\) \[cpu_matmul/workload.ini \[allow\] widens it\]"'
 expect_grep "write: stage allowlist" "$TMP/out" '"stage": "allowlist"'
 expect_rc "asm: an inline-asm system call is rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/asm.c"
 expect_grep "asm: named" "$TMP/out" "asm.c: rejected: allowlist: asm.bin makes a raw system call \('syscall' in '[a-z_]+'\)"
@@ -56,14 +56,14 @@ for f in paste cont mkdir asm; do
   [ -e "$P-$f" ] && not_ok "$f: nothing was written" "$P-$f exists" || ok "$f: nothing was written"
 done
 expect_rc "the seed passes the allowlist" 0 "$CUCO" eval "$WL" --no-bench
-expect_grep "its verdict" "$TMP/out" "^  allowlist ok \(seed.bin calls only what runtime/symbols.allow allows; no raw system call\)"
+expect_grep "its verdict" "$TMP/out" "^  allowlist ok \(seed.bin calls only what runtime/symbols.allow allows; widened by cpu_matmul/workload.ini \[allow\]: fopen, fclose; no raw system call\)"
 
 # A workload widens its list in workload.ini, and eval says so.
-cp -r "$WL" "$TMP/wide" && printf '\n[allow]\nsymbols = mkdir, rmdir\n' >>"$TMP/wide/workload.ini"
+cp -r "$WL" "$TMP/wide" && sed -i 's/^symbols = \(.*\)$/symbols = \1, mkdir, rmdir/' "$TMP/wide/workload.ini"
 # (under bubblewrap the candidate's /tmp is private: the proof that the
 # widened call ran needs the sandbox off)
 expect_rc "widened: mkdir is allowed" 0 env CUCO_SANDBOX=none "$CUCO" eval "$TMP/wide" --candidate "$TMP/mkdir.c" --no-bench
-expect_grep "the widening is printed" "$TMP/out" "allowlist ok \(mkdir.bin calls only what runtime/symbols.allow allows; widened by cpu_matmul/workload.ini \[allow\]: mkdir, rmdir; no raw system call\)"
+expect_grep "the widening is printed" "$TMP/out" "allowlist ok \(mkdir.bin calls only what runtime/symbols.allow allows; widened by cpu_matmul/workload.ini \[allow\]: fopen, fclose, mkdir, rmdir; no raw system call\)"
 [ -d "$P-mkdir" ] && ok "widened: the call ran" || not_ok "widened: the call ran" "no $P-mkdir"
 expect_rc "widened: system() still rejected" 1 "$CUCO" eval "$TMP/wide" --candidate "$TMP/paste.c"
 expect_grep "the rejection mentions the widening" "$TMP/out" "calls 'system' \(not on runtime/symbols.allow\) \[cpu_matmul/workload.ini \[allow\] widens it\]"
