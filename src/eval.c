@@ -22,6 +22,7 @@
 #include "sandbox.h"
 #include "file.h"
 #include "launch.h"
+#include "log.h"
 #include "toolchain.h"
 #include "workload.h"
 
@@ -931,12 +932,20 @@ int eval_candidate(const struct eval_opts *o, const char *code,
   /* CUCO_JUDGE=in-process: the old single process (measurements of the
    * split's cost only; RESULT.json then says "judge": "in-process") */
   if (o->wl->kind == WORKLOAD_RUNTIME && o->vranks <= 0 &&
-      o->wl->nbaselines > 0 &&
-      !(getenv("CUCO_JUDGE") && !strcmp(getenv("CUCO_JUDGE"), "in-process"))) {
-    r->stage = EVAL_STAGE_BUILD;
-    rc = stage_judge(o, x, r, e);
-    if (rc)
-      goto out_verdict;
+      o->wl->nbaselines > 0) {
+    const char *jm = getenv("CUCO_JUDGE");
+    if (jm && !strcmp(jm, "in-process")) {
+      /* said every time: a verdict made beside the candidate can be forged */
+      log_warn("CUCO_JUDGE=in-process: %s runs in the judge's own process "
+               "(for measuring the split only: its verdict could be forged; "
+               "RESULT.json says \"judge\": \"in-process\")",
+               o->impl_name ? o->impl_name : "the candidate");
+    } else {
+      r->stage = EVAL_STAGE_BUILD;
+      rc = stage_judge(o, x, r, e);
+      if (rc)
+        goto out_verdict;
+    }
   }
   if (o->run_lock) {
     double t0 = eval_now();

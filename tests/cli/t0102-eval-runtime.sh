@@ -99,6 +99,26 @@ assert "gpus" in m
 PY
 then ok "result json: stages, metrics per size (wall_ms, phases_ms), machine written"
 else not_ok "result json: stages, metrics per size (wall_ms, phases_ms), machine written" "$(head -c 600 "$TMP/seed.json")"; fi
+# issue 52: the ranks cuco started were judges (the baseline's binary); each
+# started the seed as its worker from WORKER.argv, under bubblewrap when the
+# sandbox is active, and wrote the record after the worker was gone
+if python3 - "$TMP/run/seed/RESULT.json" "$TMP/run/seed/WORKER.argv" "$TMP/m.json" <<'PY'
+import json, os, sys
+res = json.load(open(sys.argv[1]))
+words = open(sys.argv[2], "rb").read().split(b"\0")[:-1]
+sb = json.load(open(sys.argv[3]))["sandbox"]
+assert res["judge"] == "separate", res.get("judge")
+assert words[-1].endswith(b"/seed.bin"), words
+if sb["active"] == "bwrap":
+    assert os.path.basename(words[0]) == b"bwrap", words[:3]
+else:
+    assert len(words) == 1, words
+PY
+then ok "judged from outside: the worker's command, sandboxed where bwrap runs"
+else not_ok "judged from outside: the worker's command, sandboxed where bwrap runs" "$(head -c 300 "$TMP/run/seed/RESULT.json")"; fi
+expect_rc "in-process on request" 0 env CUCO_JUDGE=in-process "$CUCO" eval "$WL" --no-bench --out "$TMP/inproc"
+expect_grep "... said as a warning" "$TMP/err" "CUCO_JUDGE=in-process: seed.cu runs in the judge's own process"
+expect_grep "... and recorded" "$TMP/inproc/seed/RESULT.json.0" '"judge": "in-process"'
 expect_rc "explicit shape runs" 0 "$CUCO" eval "$WL" --sizes N=77 --no-bench
 expect_rc "cheat suite on the real cascade" 0 "$CUCO" eval "$WL" --cheats --ranks 2 --timeout 3
 expect_grep "hang names rank 1" "$TMP/out" "hang_rank1.cu: rejected at verify as expected \(verify: size small: hang: timed out after 3 s; rank 1 did not finish"
