@@ -348,12 +348,13 @@ static void print_text(json_t *d)
            json_string_value(json_object_get(s, "why")));
   }
   /* docs/contracts.md 4f: what evaluations of runtime workloads use */
-  printf("judge:  separate process: the workload's baseline binary holds the "
-         "secret, inputs, reference, clock and RESULT.json; the candidate runs "
-         "as its worker%s (--vranks: in-process, a protocol test)\n",
-         getenv("CUCO_JUDGE") && !strcmp(getenv("CUCO_JUDGE"), "in-process")
-             ? " -- but CUCO_JUDGE=in-process is set: ONE process"
-             : "");
+  printf(
+      "judge:  separate process: the workload's baseline binary holds the "
+      "secret, inputs, reference, clock and RESULT.json; the candidate runs "
+      "as its worker%s (--vranks: in-process, a protocol test)\n",
+      getenv("CUCO_JUDGE") && !strcmp(getenv("CUCO_JUDGE"), "in-process")
+          ? " -- but CUCO_JUDGE=in-process is set: ONE process"
+          : "");
   printf("llm:    provider %s, model %s%s%s\n",
          json_string_value(json_object_get(l, "provider")),
          *json_string_value(json_object_get(l, "model"))

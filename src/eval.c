@@ -175,8 +175,8 @@ static int stage_judge(const struct eval_opts *o, struct eval_ctx *x,
   r->build_s += br.wall_s;
   build_result_release(&br);
   if (rc == ERR_BUILD || rc == ERR_TIMEOUT) {
-    eval_fail(r, o, EVAL_STAGE_BUILD, EVAL_STATUS_FAILED,
-              "the judge (%s): %s", o->wl->baselines[0], be.msg);
+    eval_fail(r, o, EVAL_STAGE_BUILD, EVAL_STATUS_FAILED, "the judge (%s): %s",
+              o->wl->baselines[0], be.msg);
     return 1;
   }
   if (rc)

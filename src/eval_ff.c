@@ -151,13 +151,12 @@ static int ff_check_prepare(const struct eval_opts *o, struct eval_ctx *x,
   if ((rc = file_mkdirs(x->cache_dir, e)))
     return rc;
   if (!mkdtemp(x->ff_check_dir)) {
-    rc = err_set(e, ERR_IO, "mkdtemp %s: %s", x->ff_check_dir,
-                 strerror(errno));
+    rc =
+        err_set(e, ERR_IO, "mkdtemp %s: %s", x->ff_check_dir, strerror(errno));
     x->ff_check_dir[0] = '\0';
     return rc;
   }
-  snprintf(x->ff_checker, sizeof(x->ff_checker), "%s/check",
-           x->ff_check_dir);
+  snprintf(x->ff_checker, sizeof(x->ff_checker), "%s/check", x->ff_check_dir);
   if (!o->wl->ff_check_build[0])
     return 0;
   v.bin = x->ff_checker;

@@ -253,8 +253,7 @@ int launch_run(const struct launch_opts *o, struct launch_result *r,
 {
   struct rank_job *jobs;
   struct buf log = BUF_INIT(LAUNCH_LOG_MAX * 4);
-  char idfile[2048], ldp[8192], cvd[512], *extra[5], resdir[2048],
-      wdir[2100];
+  char idfile[2048], ldp[8192], cvd[512], *extra[5], resdir[2048], wdir[2100];
   const char *rw[2] = {resdir, NULL};
   volatile int cancel = 0;
   double t0 = now_s(), fail_at = 0, checked = t0, since[LAUNCH_MAX_RANKS];

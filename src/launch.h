@@ -41,13 +41,13 @@ struct launch_opts {
                               per-run secret: never argv, env or a file) */
   const struct launcher *launcher; /* NULL or local: the ranks are our
                                       children; mpirun/srun: launch_ext.c */
-  int judges;             /* the ranks are trusted judges (bin is the
-                             workload's baseline, runtime/rt_split.cu):
-                             not sandboxed themselves; each starts its
-                             worker, the candidate, under the sandbox
-                             command its --judge-worker file holds */
-  const char *worker_dir; /* judges: the folder the workers may write
-                             (CUCO_WORKER_DIR: their NCCL id file) */
+  int judges;                      /* the ranks are trusted judges (bin is the
+                                      workload's baseline, runtime/rt_split.cu):
+                                      not sandboxed themselves; each starts its
+                                      worker, the candidate, under the sandbox
+                                      command its --judge-worker file holds */
+  const char *worker_dir;          /* judges: the folder the workers may write
+                                      (CUCO_WORKER_DIR: their NCCL id file) */
 };
 
 struct launch_result {
