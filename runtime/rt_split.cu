@@ -93,22 +93,33 @@ struct wmsg {
   char text[RT_ERR_MAX];
 };
 
+// One message's header: M as the one iovec, room for one descriptor in U.
+union wctl {
+  char buf[CMSG_SPACE(sizeof(int))];
+  struct cmsghdr align;
+};
+static void w_hdr(struct msghdr *h, struct iovec *iov, struct wmsg *m, union wctl *u) {
+  memset(h, 0, sizeof *h);
+  memset(u, 0, sizeof *u);
+  iov->iov_base = m;
+  iov->iov_len = sizeof *m;
+  h->msg_iov = iov;
+  h->msg_iovlen = 1;
+  h->msg_control = u->buf;
+  h->msg_controllen = sizeof u->buf;
+}
+
 static int w_send(int fd, struct wmsg *m, int type, int pass_fd) {
-  struct iovec iov = {m, sizeof *m};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } u;
+  struct iovec iov;
+  union wctl u;
   struct msghdr h;
-  memset(&h, 0, sizeof h);
+  w_hdr(&h, &iov, m, &u);
   m->magic = W_MAGIC;
   m->type = (uint32_t)type;
-  h.msg_iov = &iov;
-  h.msg_iovlen = 1;
-  if (pass_fd >= 0) {
-    memset(&u, 0, sizeof u);
-    h.msg_control = u.buf;
-    h.msg_controllen = sizeof u.buf;
+  if (pass_fd < 0) {
+    h.msg_control = NULL;
+    h.msg_controllen = 0;
+  } else {
     struct cmsghdr *c = CMSG_FIRSTHDR(&h);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
@@ -129,18 +140,11 @@ static int w_send(int fd, struct wmsg *m, int type, int pass_fd) {
 // malformed message (rt_last_error says which), -2 on W_ERROR (its text in
 // rt_last_error), -3 at the end of the stream.
 static int w_recv(int fd, struct wmsg *m, int type, int *got_fd) {
-  struct iovec iov = {m, sizeof *m};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } u;
+  struct iovec iov;
+  union wctl u;
   struct msghdr h;
   ssize_t n;
-  memset(&h, 0, sizeof h);
-  h.msg_iov = &iov;
-  h.msg_iovlen = 1;
-  h.msg_control = u.buf;
-  h.msg_controllen = sizeof u.buf;
+  w_hdr(&h, &iov, m, &u);
   if (got_fd) *got_fd = -1;
   do n = recvmsg(fd, &h, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);

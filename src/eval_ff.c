@@ -129,6 +129,29 @@ static int ff_launched(const struct eval_opts *o, struct eval_ctx *x,
   return 0;
 }
 
+/* Run ARGV (freed here) in the work folder, sandboxed without network,
+ * under the run deadline, its output captured: the candidate's program and
+ * the workload's check of what it wrote alike.  0 ran (*pr set), <0. */
+static int ff_run_argv(const struct eval_opts *o, const struct eval_ctx *x,
+                       char **argv, struct proc_result *pr, struct err *e)
+{
+  struct proc_opts po = {0};
+  char **env = proc_env_new(proc_env_default_allow, NULL);
+  int rc;
+
+  po.argv = (const char *const *)argv;
+  po.envp = (const char *const *)env;
+  po.cwd = x->work_dir;
+  po.sandbox = PROC_SANDBOX_ISOLATED;
+  po.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
+  po.out_max = FF_OUT_MAX;
+  po.err_max = EVAL_LOG_MAX;
+  rc = proc_run(&po, pr, e);
+  tmpl_argv_free(argv);
+  proc_env_free(env);
+  return rc;
+}
+
 /* Build the workload's check ([freeform] check_build) once per evaluation,
  * into a folder of the cache that no candidate run is given.  0, or <0. */
 static int ff_check_prepare(const struct eval_opts *o, struct eval_ctx *x,
@@ -199,9 +222,8 @@ static int ff_check_run(const struct eval_opts *o, struct eval_ctx *x,
   enum eval_stage st =
       !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
   struct build_vars v = *pv;
-  struct proc_opts po = {0};
   struct proc_result pr;
-  char **argv, **env, how[128], why[256];
+  char **argv, how[128], why[256];
   json_t *j;
   int rc;
 
@@ -209,19 +231,8 @@ static int ff_check_run(const struct eval_opts *o, struct eval_ctx *x,
   argv = build_template_argv(o->wl->ff_check, &v, e);
   if (!argv)
     return err_wrap(e, "%s [freeform] check", o->wl->ini_path);
-  env = proc_env_new(proc_env_default_allow, NULL);
-  po.argv = (const char *const *)argv;
-  po.envp = (const char *const *)env;
-  po.cwd = x->work_dir;
-  po.sandbox = PROC_SANDBOX_ISOLATED; /* it reads what the candidate wrote */
-  po.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
-  po.out_max = FF_OUT_MAX;
-  po.err_max = EVAL_LOG_MAX;
-  rc = proc_run(&po, &pr, e);
-  tmpl_argv_free(argv);
-  proc_env_free(env);
-  if (rc)
-    return rc;
+  if ((rc = ff_run_argv(o, x, argv, &pr, e))) /* it reads what the */
+    return rc;                                /* candidate wrote   */
   j = proc_ok(&pr) ? last_json_line(buf_str(&pr.out), 0, why, sizeof(why))
                    : NULL;
   if (!proc_ok(&pr))
@@ -249,10 +260,9 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
   enum eval_stage st =
       !strcmp(mode, "verify") ? EVAL_STAGE_VERIFY : EVAL_STAGE_BENCH;
   struct build_vars v = {0};
-  struct proc_opts po = {0};
   struct proc_result pr;
   char seed_s[32], outp[WORKLOAD_PATH + 32], how[128], why[256];
-  char **argv, **env;
+  char **argv;
   json_t *j, *ok;
   int rc;
 
@@ -282,18 +292,7 @@ static int ff_once(const struct eval_opts *o, struct eval_ctx *x,
       return rc;
     goto parse;
   }
-  env = proc_env_new(proc_env_default_allow, NULL);
-  po.argv = (const char *const *)argv;
-  po.envp = (const char *const *)env;
-  po.cwd = x->work_dir;
-  po.sandbox = PROC_SANDBOX_ISOLATED; /* the candidate runs (proc.h) */
-  po.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
-  po.out_max = FF_OUT_MAX;
-  po.err_max = EVAL_LOG_MAX;
-  rc = proc_run(&po, &pr, e);
-  tmpl_argv_free(argv);
-  proc_env_free(env);
-  if (rc)
+  if ((rc = ff_run_argv(o, x, argv, &pr, e))) /* the candidate runs */
     return rc;
   {
     char head[200];
