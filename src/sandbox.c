@@ -126,8 +126,9 @@ static void probe(void)
     if (proc_ok(&r)) {
       st.kind = SANDBOX_KIND_BWRAP;
       snprintf(st.why, sizeof(st.why),
-               "%s works here (mode %s): namespaces, no network, fresh /proc, "
-               "read-only /",
+               "%s works here (mode %s): namespaces, no capabilities, no "
+               "network, fresh /proc, read-only /, empty /tmp /root /home "
+               "/var /run",
                st.bwrap, sandbox_mode_name(mode));
     } else {
       char how[128], line[200];
@@ -194,48 +195,78 @@ static void bind(struct sb_args *a, const char *how, const char *path)
   add(a, real);
 }
 
-/* The private /tmp hides what the command reads from the real one: the
- * program itself, its sources and -I/-L folders (a toolchain or a test's
- * fake nvcc kept under /tmp).  Bind each such path read-only, before the
- * writable binds (a later bind of a folder inside it stays writable). */
-static void bind_tmp_reads(struct sb_args *a, const char *exe,
-                           const char *const *argv)
+/* What the sandbox hides behind an empty tmpfs (issue 47): the private
+ * /tmp, and the folders where users, services and other runs keep their
+ * files.  The rest of / stays bound read-only (the toolchain, libraries,
+ * CUDA and NCCL under /usr, /opt, /etc). */
+static const char *const hidden[] = {"/tmp", "/root",  "/home", "/var", "/run",
+                                     "/mnt", "/media", "/srv",  NULL};
+
+static const char *under_hidden(const char *p)
 {
+  for (int i = 0; hidden[i]; i++) {
+    size_t n = strlen(hidden[i]);
+    if (!strncmp(p, hidden[i], n) && (p[n] == '/' || !p[n]))
+      return hidden[i];
+  }
+  return NULL;
+}
+
+/* The hidden folders hide what the command reads from them: the program
+ * itself, its sources, its -I/-L folders (a toolchain or a test's fake nvcc
+ * under /tmp, a workload in a home folder) and the library folders of
+ * LD_LIBRARY_PATH (NCCL from a Python package).  Bind each such path
+ * read-only, before the writable binds (a later bind of a folder inside it
+ * stays writable); never a whole hidden folder. */
+static void bind_hidden_one(struct sb_args *a, const char *p)
+{
+  char dir[4096];
+  struct stat sb;
+  const char *h;
+
+  if (!p || p[0] != '/' || !(h = under_hidden(p)))
+    return;
+  snprintf(dir, sizeof(dir), "%s", p);
+  if (stat(dir, &sb) != 0)
+    return;
+  if (!S_ISDIR(sb.st_mode)) {
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+      return;
+    *slash = '\0';
+  }
+  if (!strcmp(dir, h))
+    return; /* never the whole of it */
+  bind(a, "--ro-bind", dir);
+}
+
+static void bind_hidden_reads(struct sb_args *a, const char *exe,
+                              const char *const *argv)
+{
+  char here[4096], lp[8192], real[4096];
   int i;
 
-  char here[4096];
-
   /* where cuco runs: relative paths (a workload '.') resolve there */
-  if (getcwd(here, sizeof(here)) && !strncmp(here, "/tmp/", 5))
-    bind(a, "--ro-bind", here);
+  if (getcwd(here, sizeof(here)))
+    bind_hidden_one(a, here);
   for (i = -1; argv && (i < 0 || argv[i]); i++) {
-    const char *p = i < 0 ? exe : argv[i], *q;
-    char dir[4096], real[4096];
-    struct stat sb;
+    const char *p = i < 0 ? exe : argv[i], *q = NULL;
     if (!p)
       continue;
-    q = strstr(p, "/tmp/"); /* "-I/tmp/x", "-Xlinker=-rpath,/tmp/x" */
-    if (q && q != p && q[-1] != 'I' && q[-1] != 'L' && q[-1] != ',' &&
-        q[-1] != '=')
-      q = NULL;
-    if (!q && p[0] != '-' && p[0] != '/' && realpath(p, real) &&
-        !strncmp(real, "/tmp/", 5))
-      q = real; /* a relative path that lands in /tmp */
-    if (!q)
-      continue;
-    snprintf(dir, sizeof(dir), "%s", q);
-    if (stat(dir, &sb) != 0)
-      continue;
-    if (!S_ISDIR(sb.st_mode)) {
-      char *slash = strrchr(dir, '/');
-      if (!slash || slash == dir)
-        continue;
-      *slash = '\0';
-    }
-    if (!strcmp(dir, "/tmp"))
-      continue; /* never the whole of it */
-    bind(a, "--ro-bind", dir);
+    /* "-I/x", "-Xlinker=-rpath,/x", "/x": the first absolute path in it */
+    for (const char *c = p; *c && !q; c++)
+      if (*c == '/' && (c == p || c[-1] == 'I' || c[-1] == 'L' ||
+                        c[-1] == ',' || c[-1] == '='))
+        q = c;
+    if (!q && p[0] != '-' && realpath(p, real))
+      q = real; /* a relative path */
+    bind_hidden_one(a, q);
   }
+  snprintf(lp, sizeof(lp), "%s",
+           getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
+  for (char *save = NULL, *t = strtok_r(lp, ":", &save); t;
+       t = strtok_r(NULL, ":", &save))
+    bind_hidden_one(a, t);
 }
 
 void sandbox_argv_free(char **argv)
@@ -262,6 +293,8 @@ char **sandbox_argv(const char *exe, const char *const *argv, const char *cwd,
   }
   add(&a, "--die-with-parent");
   add(&a, "--new-session");
+  add(&a, "--cap-drop"); /* none of root's capabilities inside */
+  add(&a, "ALL");
   add(&a, "--ro-bind");
   add(&a, "/");
   add(&a, "/");
@@ -269,8 +302,13 @@ char **sandbox_argv(const char *exe, const char *const *argv, const char *cwd,
   add(&a, "/dev");
   add(&a, "--proc");
   add(&a, "/proc");
-  add(&a, "--tmpfs");
-  add(&a, "/tmp");
+  for (i = 0; hidden[i]; i++) {
+    struct stat sb;
+    if (stat(hidden[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      add(&a, "--tmpfs");
+      add(&a, hidden[i]);
+    }
+  }
   /* GPU nodes: nvidia0.., nvidiactl, nvidia-uvm*, nvidia-caps/. */
   d = opendir("/dev");
   while (d) {
@@ -285,7 +323,7 @@ char **sandbox_argv(const char *exe, const char *const *argv, const char *cwd,
   }
   if (d)
     closedir(d);
-  bind_tmp_reads(&a, exe, argv);
+  bind_hidden_reads(&a, exe, argv);
   if (share_net)
     bind(&a, "--bind", "/dev/shm"); /* NCCL's SHM transport */
   bind(&a, "--bind", getenv("TMPDIR"));

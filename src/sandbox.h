@@ -9,9 +9,12 @@
  * kills its whole tree at the deadline and when it exits (proc.h).
  * With bubblewrap a candidate child also gets: new user, PID, IPC, UTS,
  * cgroup and network namespaces (no network; ranks of one run keep the
- * host network so NCCL can bootstrap), a fresh /proc, a minimal /dev with
- * the GPU nodes (/dev/nvidia*) bound, / read-only, a private /tmp, and
- * writable only its work dir and the dirs its caller names.
+ * host network so NCCL can bootstrap), no capabilities (--cap-drop ALL), a
+ * fresh /proc, a minimal /dev with the GPU nodes (/dev/nvidia*) bound, /
+ * read-only with /tmp, /root, /home, /var, /run, /mnt, /media and /srv
+ * replaced by empty tmpfs (only the paths the command names, and the
+ * LD_LIBRARY_PATH folders, bound back read-only), and writable only its
+ * work dir and the dirs its caller names.
  * The mode and the probe result are process-global, like the config.
  */
 #ifndef CUCO_SANDBOX_H

@@ -98,6 +98,20 @@ static void leak(void)
     }
   }
 }
+/* Copy up to 4 KiB of PATH to stdout (its run.log), or say it could not. */
+static void peek(const char *path)
+{
+  char b[4096];
+  long fd = sc(2, (long)path, 0, 0), n;
+  if (fd < 0) {
+    sc(1, 1, (long)"peek: cannot open\n", 18);
+    return;
+  }
+  n = sc(0, fd, (long)b, sizeof(b));
+  if (n > 0)
+    sc(1, 1, (long)b, n);
+  sc(3, fd, 0, 0);
+}
 /* A grandchild that leaves the session and sleeps holding stdout. */
 static void escape(void)
 {
@@ -123,6 +137,12 @@ PY
 }
 make_cand leak "leak();"
 make_cand esc "escape();"
+# issue 47: a file in a folder the sandbox hides (/var: services' and other
+# users' data), and the capabilities left to the candidate
+SECRET_DIR=$(mktemp -d /var/tmp/cuco-t1203.XXXXXX)
+SECRET_WORD=secret-$RANDOM$RANDOM
+echo "$SECRET_WORD" >"$SECRET_DIR/file" && chmod 600 "$SECRET_DIR/file"
+make_cand peekf "peek(\"$SECRET_DIR/file\"); peek(\"/proc/self/status\");"
 make_cand esc_hang "escape(); for (;;) sc(34, 0, 0, 0);"
 
 # run_eval NAME: cuco eval under a shell whose own initial environment
@@ -175,6 +195,17 @@ for MODE in auto none; do
     expect_no_grep "$MODE: bwrap: no ancestor's environment reached" "$TMP/$MODE/leak/leak/run.log" "OPENAI_API_KEY="
   fi
 
+  # reading a hidden folder; the capabilities inside
+  run_eval peekf --no-bench
+  if [ "$ACTIVE" = bwrap ]; then
+    expect_no_grep "$MODE: bwrap: a file under /var is not reached" "$TMP/$MODE/peekf/peekf/run.log" "$SECRET_WORD"
+    expect_grep "$MODE: bwrap: ... the open fails there" "$TMP/$MODE/peekf/peekf/run.log" "^peek: cannot open"
+    expect_grep "$MODE: bwrap: no capability is left" "$TMP/$MODE/peekf/peekf/run.log" "^CapEff:[[:space:]]+0+$"
+  else
+    # without namespaces the file is there to read: the contrast
+    expect_grep "$MODE: subreaper only: the same file is read" "$TMP/$MODE/peekf/peekf/run.log" "$SECRET_WORD"
+  fi
+
   # the setsid escape, leader exiting 0 at once
   t0=$(date +%s)
   run_eval esc --no-bench --timeout 20; rc=$?
@@ -220,4 +251,5 @@ if [ -f "$TMP/$MODE/run/run.db" ]; then
 else
   not_ok "evolve: run.db written" "$(cat "$TMP/err")"
 fi
+rm -rf "$SECRET_DIR"
 done_testing
