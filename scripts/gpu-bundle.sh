@@ -16,4 +16,8 @@ ldd build-gpu/cuco | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
     *) cp -L "$lib" build-gpu/libs/ ;;
   esac
 done
+# The GPU machines have no bubblewrap (issue 47): carry this machine's,
+# which needs only libselinux, libcap and libpcre2 (in every Ubuntu base).
+mkdir -p build-gpu/bin
+cp -L "$(command -v bwrap)" build-gpu/bin/bwrap
 du -sh build-gpu

@@ -18,6 +18,8 @@ NCCL_HOME=$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0
 export CUCO_NCCL_HOME=$NCCL_HOME
 export LD_LIBRARY_PATH=$NCCL_HOME/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 echo "NCCL_HOME=$NCCL_HOME  $(date -u +%FT%TZ)"
+# the carried bubblewrap (scripts/gpu-bundle.sh) where the machine has none
+[ -x build-gpu/bin/bwrap ] && ! command -v bwrap >/dev/null && export PATH=$PWD/build-gpu/bin:$PATH
 if [ -x build-gpu/cuco ]; then
   # ./cuco for the scripts that expect it; the real binary keeps its rpath.
   printf '#!/bin/sh\nexec "%s/build-gpu/cuco" "$@"\n' "$PWD" > cuco && chmod +x cuco
