@@ -4,7 +4,7 @@
 # everything is already there.  Used by README's commands and .ci/run.
 set -e
 PKGS="build-essential pkg-config libcurl4-openssl-dev libjansson-dev
-libsqlite3-dev libmicrohttpd-dev libinih-dev libxxhash-dev libcmocka-dev libiberty-dev
+libsqlite3-dev libmicrohttpd-dev libinih-dev libxxhash-dev libcmocka-dev libiberty-dev libseccomp-dev
 clang-format cppcheck sqlite3 python3 curl xxd bubblewrap procps
 chromium chromium-driver
 slurm-wlm munge openmpi-bin libopenmpi-dev"

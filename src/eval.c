@@ -188,14 +188,21 @@ static int stage_judge(const struct eval_opts *o, struct eval_ctx *x,
     return rc;
   sandbox_state(&ss);
   if (ss.kind == SANDBOX_KIND_REFUSED)
-    return err_set(e, ERR_PROC, "not run: [sandbox] mode is bwrap, but %s",
-                   ss.why);
+    return err_set(e, ERR_PROC, "not run: no sandbox: %s", ss.why);
   one[0] = x->bin_path;
   one[1] = NULL;
   rw[0] = x->worker_dir;
   rw[1] = NULL;
   if (ss.kind == SANDBOX_KIND_BWRAP) {
-    wargv = sandbox_argv(x->bin_path, one, x->worker_dir, rw, 1);
+    /* one rank: no network at all (NCCL bootstraps on the namespace's own
+     * loopback); ranks: the host's, to reach each other */
+    char shm[4096];
+    struct sandbox_req q = {x->bin_path, one, x->worker_dir, rw, shm,
+                            x->ranks > 1, 1};
+    snprintf(shm, sizeof(shm), "%s/shm", x->worker_dir);
+    if ((rc = file_mkdirs(shm, e)))
+      return rc;
+    wargv = sandbox_argv_for(&q);
     if (!wargv)
       return err_set(e, ERR_NOMEM, "out of memory");
     for (i = 0; wargv[i]; i++)

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -858,12 +859,19 @@ int proc_run(const struct proc_opts *o, struct proc_result *res, struct err *e)
     struct sandbox_state ss;
     sandbox_state(&ss);
     if (ss.kind == SANDBOX_KIND_REFUSED)
-      return err_set(e, ERR_PROC,
-                     "%s: not run: [sandbox] mode is bwrap, but %s",
-                     o->argv[0], ss.why);
+      return err_set(e, ERR_PROC, "%s: not run: no sandbox: %s", o->argv[0],
+                     ss.why);
     if (ss.kind == SANDBOX_KIND_BWRAP) {
-      wrapped = sandbox_argv(exe, o->argv, o->cwd, o->rw_dirs,
-                             o->sandbox == PROC_SANDBOX_RANKS);
+      int ranks = o->sandbox == PROC_SANDBOX_RANKS;
+      char shm[4096];
+      struct sandbox_req q = {exe, o->argv, o->cwd, o->rw_dirs, NULL,
+                              ranks,  ranks};
+      /* the ranks of one run share a /dev/shm of their own */
+      if (ranks && o->cwd &&
+          snprintf(shm, sizeof(shm), "%s/.shm", o->cwd) < (int)sizeof(shm) &&
+          (mkdir(shm, 0700) == 0 || errno == EEXIST))
+        q.shm = shm;
+      wrapped = sandbox_argv_for(&q);
       if (!wrapped)
         return err_set(e, ERR_NOMEM, "out of memory");
       sp.exe = wrapped[0];

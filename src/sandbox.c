@@ -3,7 +3,9 @@
 #include "sandbox.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,9 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static enum sandbox_mode mode = SANDBOX_AUTO;
 static int probed;
 static struct sandbox_state st;
+static struct sandbox_limits limits;
+
+static void confine_path(char *out, size_t n);
 
 const char *sandbox_mode_name(enum sandbox_mode m)
 {
@@ -31,6 +36,67 @@ const char *sandbox_kind_name(enum sandbox_kind k)
   return k == SANDBOX_KIND_BWRAP       ? "bwrap"
          : k == SANDBOX_KIND_SUBREAPER ? "subreaper"
                                        : "refused";
+}
+
+/* "4G", "512M", "65536": bytes (binary suffixes K, M, G, T). */
+static int parse_bytes(const char *s, unsigned long long *out)
+{
+  char *end;
+  unsigned long long v;
+  int shift = 0;
+
+  errno = 0;
+  v = strtoull(s, &end, 10);
+  if (errno || end == s || *s == '-')
+    return -1;
+  switch (*end ? (*end | 0x20) : 0) {
+  case 0: break;
+  case 'k': shift = 10; break;
+  case 'm': shift = 20; break;
+  case 'g': shift = 30; break;
+  case 't': shift = 40; break;
+  default: return -1;
+  }
+  if (*end && end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B"))
+    return -1;
+  if (shift && v > (~0ULL >> shift))
+    return -1;
+  *out = v << shift;
+  return v ? 0 : -1;
+}
+
+static int configure_limits(const struct config *cfg, struct err *e)
+{
+  static const struct {
+    const char *key;
+    size_t off;
+  } keys[] = {
+      {"memory", offsetof(struct sandbox_limits, memory)},
+      {"file_size", offsetof(struct sandbox_limits, file_size)},
+      {"tmp_size", offsetof(struct sandbox_limits, tmp_size)},
+      {"processes", offsetof(struct sandbox_limits, processes)},
+  };
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  unsigned long long ram =
+      pages > 0 && psz > 0 ? (unsigned long long)pages * (unsigned long long)psz
+                           : 0;
+  struct sandbox_limits l;
+
+  l.memory = ram / 2 > (4ULL << 30) ? ram / 2 : (4ULL << 30);
+  l.file_size = 4ULL << 30;
+  l.tmp_size = 2ULL << 30;
+  l.processes = 1024;
+  for (size_t i = 0; cfg && i < sizeof(keys) / sizeof(keys[0]); i++) {
+    const struct config_entry *v = config_find(cfg, "sandbox", keys[i].key);
+    if (v && parse_bytes(v->value, (unsigned long long *)((char *)&l +
+                                                           keys[i].off)))
+      return err_set(e, ERR_CONFIG,
+                     "%s: [sandbox] %s '%.40s' is not a positive size (e.g. "
+                     "512M, 4G)",
+                     v->origin, keys[i].key, v->value);
+  }
+  limits = l;
+  return 0;
 }
 
 int sandbox_configure(const struct config *cfg, const char *flag,
@@ -51,6 +117,8 @@ int sandbox_configure(const struct config *cfg, const char *flag,
     return err_set(e, ERR_CONFIG,
                    "%s: sandbox mode '%.40s' is not one of auto, bwrap, none",
                    flag ? "--sandbox" : v->origin, s);
+  if (configure_limits(cfg, e))
+    return e->code;
   pthread_mutex_lock(&mu);
   mode = m;
   probed = 0;
@@ -87,11 +155,25 @@ static void probe(void)
 
   memset(&st, 0, sizeof(st));
   st.mode = mode;
+  if (!limits.memory)
+    (void)configure_limits(NULL, &e); /* the defaults cannot fail */
+  st.limits = limits;
+  confine_path(st.confine, sizeof(st.confine));
   st.kind = SANDBOX_KIND_SUBREAPER; /* until bwrap is seen to work */
   if (mode == SANDBOX_NONE) {
     st.kind = SANDBOX_KIND_SUBREAPER;
-    snprintf(st.why, sizeof(st.why), "[sandbox] mode is none");
+    snprintf(st.why, sizeof(st.why),
+             "[sandbox] mode is none: candidates run unconfined");
+    /* the explicit choice, said once per process */
+    log_warn("sandbox: [sandbox] mode is none: candidates run without "
+             "namespaces, filter or limits, contained by a subreaper only");
     return;
+  }
+  if (!st.confine[0]) {
+    snprintf(st.why, sizeof(st.why),
+             "cuco-confine is missing beside the cuco executable (make "
+             "builds it)");
+    goto unusable;
   }
   if (!proc_which("bwrap", NULL, st.bwrap, sizeof(st.bwrap))) {
     snprintf(st.why, sizeof(st.why),
@@ -109,7 +191,8 @@ static void probe(void)
     snprintf(truep, sizeof(truep), "/bin/true");
   {
     const char *const targv[] = {truep, NULL};
-    argv = sandbox_argv(truep, targv, NULL, NULL, 0);
+    struct sandbox_req q = {truep, targv, NULL, NULL, NULL, 0, 0};
+    argv = sandbox_argv_for(&q);
   }
   env = proc_env_new(proc_env_default_allow, NULL);
   o.argv = (const char *const *)argv;
@@ -126,10 +209,10 @@ static void probe(void)
     if (proc_ok(&r)) {
       st.kind = SANDBOX_KIND_BWRAP;
       snprintf(st.why, sizeof(st.why),
-               "%s works here (mode %s): namespaces, no capabilities, no "
-               "network, fresh /proc, read-only /, empty /tmp /root /home "
-               "/var /run",
-               st.bwrap, sandbox_mode_name(mode));
+               "%s works here (mode %s): namespaces, no capabilities, uid "
+               "%d inside, seccomp filter, limits, no network, only the "
+               "system dirs and the named paths",
+               st.bwrap, sandbox_mode_name(mode), SANDBOX_UID);
     } else {
       char how[128], line[200];
       st.kind = SANDBOX_KIND_SUBREAPER;
@@ -147,15 +230,15 @@ static void probe(void)
   if (st.kind == SANDBOX_KIND_BWRAP)
     return;
 unusable:
-  if (mode == SANDBOX_BWRAP) {
-    st.kind = SANDBOX_KIND_REFUSED;
-    return;
+  /* never unconfined unless asked for (issue 47): mode none is the
+   * explicit choice */
+  st.kind = SANDBOX_KIND_REFUSED;
+  {
+    size_t n = strlen(st.why);
+    snprintf(st.why + n, sizeof(st.why) - n,
+             "; to run candidates unconfined, set [sandbox] mode = none "
+             "(or CUCO_SANDBOX=none)");
   }
-  st.kind = SANDBOX_KIND_SUBREAPER;
-  /* Said once per process, so a fallback is never silent. */
-  log_warn("sandbox: %s; candidates run without namespaces, contained by a "
-           "subreaper only ([sandbox] mode = none hides this)",
-           st.why);
 }
 
 void sandbox_state(struct sandbox_state *out)
@@ -195,120 +278,216 @@ static void bind(struct sb_args *a, const char *how, const char *path)
   add(a, real);
 }
 
-/* What the sandbox hides behind an empty tmpfs (issue 47): the private
- * /tmp, and the folders where users, services and other runs keep their
- * files.  The rest of / stays bound read-only (the toolchain, libraries,
- * CUDA and NCCL under /usr, /opt, /etc). */
-static const char *const hidden[] = {"/tmp", "/root",  "/home", "/var", "/run",
-                                     "/mnt", "/media", "/srv",  NULL};
+/* What the sandbox's root holds (issue 47): the system's programs,
+ * libraries, configuration and toolkits (CUDA, NCCL under /usr or /opt),
+ * and /sys (the CUDA driver and NCCL read the PCI topology there).  The
+ * rest of the host (/root, /home, /var, /run, /tmp, /mnt, /srv, /work...)
+ * is absent: only the paths the command names are bound back. */
+static const char *const system_dirs[] = {
+    "/usr", "/bin",    "/sbin", "/lib", "/lib32",
+    "/lib64", "/libx32", "/etc", "/opt", "/sys", NULL};
 
-static const char *under_hidden(const char *p)
+/* Files under /etc that hold secrets (another user's password hashes, the
+ * host's private keys): a candidate may be root-mapped, so they are
+ * covered by an empty file or folder. */
+static const char *const etc_files[] = {"/etc/shadow", "/etc/gshadow",
+                                        "/etc/shadow-", "/etc/gshadow-",
+                                        "/etc/sudoers", NULL};
+static const char *const etc_dirs[] = {"/etc/ssh", "/etc/ssl/private",
+                                       "/etc/sudoers.d", "/etc/cuco", NULL};
+
+static int under_system(const char *p)
 {
-  for (int i = 0; hidden[i]; i++) {
-    size_t n = strlen(hidden[i]);
-    if (!strncmp(p, hidden[i], n) && (p[n] == '/' || !p[n]))
-      return hidden[i];
+  for (int i = 0; system_dirs[i]; i++) {
+    size_t n = strlen(system_dirs[i]);
+    if (!strncmp(p, system_dirs[i], n) && (p[n] == '/' || !p[n]))
+      return 1;
   }
-  return NULL;
+  return 0;
 }
 
-/* The hidden folders hide what the command reads from them: the program
- * itself, its sources, its -I/-L folders (a toolchain or a test's fake nvcc
- * under /tmp, a workload in a home folder) and the library folders of
- * LD_LIBRARY_PATH (NCCL from a Python package).  Bind each such path
- * read-only, before the writable binds (a later bind of a folder inside it
- * stays writable); never a whole hidden folder. */
-static void bind_hidden_one(struct sb_args *a, const char *p)
+static void bind_system(struct sb_args *a)
 {
-  char dir[4096];
+  char target[4096];
   struct stat sb;
-  const char *h;
+  int i;
 
-  if (!p || p[0] != '/' || !(h = under_hidden(p)))
+  for (i = 0; system_dirs[i]; i++) {
+    ssize_t n;
+    if (lstat(system_dirs[i], &sb) != 0)
+      continue;
+    if (S_ISLNK(sb.st_mode)) { /* merged /usr: /bin -> usr/bin */
+      n = readlink(system_dirs[i], target, sizeof(target) - 1);
+      if (n <= 0)
+        continue;
+      target[n] = '\0';
+      add(a, "--symlink");
+      add(a, target);
+      add(a, system_dirs[i]);
+    } else if (S_ISDIR(sb.st_mode)) {
+      add(a, "--ro-bind");
+      add(a, system_dirs[i]);
+      add(a, system_dirs[i]);
+    }
+  }
+  for (i = 0; etc_files[i]; i++)
+    if (lstat(etc_files[i], &sb) == 0 && S_ISREG(sb.st_mode)) {
+      add(a, "--ro-bind");
+      add(a, "/dev/null");
+      add(a, etc_files[i]);
+    }
+  for (i = 0; etc_dirs[i]; i++)
+    if (lstat(etc_dirs[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      add(a, "--tmpfs");
+      add(a, etc_dirs[i]);
+    }
+}
+
+/* Bind back, read-only, a path the command reads outside the system dirs:
+ * a folder itself, a file's folder; never a top-level folder (/work,
+ * /home) as a whole. */
+static void bind_named_one(struct sb_args *a, const char *p, size_t len)
+{
+  char dir[4096], real[4096];
+  struct stat sb;
+
+  if (!len || p[0] != '/' || len >= sizeof(dir))
     return;
-  snprintf(dir, sizeof(dir), "%s", p);
-  if (stat(dir, &sb) != 0)
+  memcpy(dir, p, len);
+  dir[len] = '\0';
+  if (!realpath(dir, real) || under_system(real) || stat(real, &sb) != 0)
     return;
   if (!S_ISDIR(sb.st_mode)) {
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir)
+    char *slash = strrchr(real, '/');
+    if (!slash)
       return;
     *slash = '\0';
   }
-  if (!strcmp(dir, h))
-    return; /* never the whole of it */
-  bind(a, "--ro-bind", dir);
+  if (!real[0] || !strchr(real + 1, '/'))
+    return; /* "/" or a top-level folder */
+  add(a, "--ro-bind");
+  add(a, real);
+  add(a, real);
 }
 
-static void bind_hidden_reads(struct sb_args *a, const char *exe,
-                              const char *const *argv)
+/* Every absolute path in S: at its start or after a space, quote, '=',
+ * ',', ':' or an -I/-L flag ("-I/x", "-Xlinker=-rpath,/x", a freeform
+ * build's shell line "cc -o /w/bin /w/main.c"). */
+static void bind_named_in(struct sb_args *a, const char *s)
 {
-  char here[4096], lp[8192], real[4096];
+  for (const char *c = s; c && *c; c++) {
+    size_t n;
+    if (*c != '/' || (c > s && !strchr(" \t\"'=,:IL", c[-1])))
+      continue;
+    n = strcspn(c, " \t\"';:,");
+    bind_named_one(a, c, n);
+    c += n ? n - 1 : 0;
+  }
+}
+
+static void bind_named_reads(const struct sandbox_req *r, struct sb_args *a)
+{
+  char real[4096], here[4096];
   int i;
 
-  /* where cuco runs: relative paths (a workload '.') resolve there */
-  if (getcwd(here, sizeof(here)))
-    bind_hidden_one(a, here);
-  for (i = -1; argv && (i < 0 || argv[i]); i++) {
-    const char *p = i < 0 ? exe : argv[i], *q = NULL;
-    if (!p)
-      continue;
-    /* "-I/x", "-Xlinker=-rpath,/x", "/x": the first absolute path in it */
-    for (const char *c = p; *c && !q; c++)
-      if (*c == '/' && (c == p || c[-1] == 'I' || c[-1] == 'L' ||
-                        c[-1] == ',' || c[-1] == '='))
-        q = c;
-    if (!q && p[0] != '-' && realpath(p, real))
-      q = real; /* a relative path */
-    bind_hidden_one(a, q);
+  /* a relative path in argv resolves in the child's cwd, or in ours */
+  if (!r->cwd && getcwd(here, sizeof(here)))
+    bind_named_one(a, here, strlen(here));
+  bind_named_in(a, r->exe);
+  for (i = 1; r->argv && r->argv[i]; i++) {
+    const char *p = r->argv[i];
+    if (p[0] != '-' && p[0] != '/' && realpath(p, real))
+      bind_named_one(a, real, strlen(real));
+    else
+      bind_named_in(a, p);
   }
-  snprintf(lp, sizeof(lp), "%s",
-           getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
-  for (char *save = NULL, *t = strtok_r(lp, ":", &save); t;
-       t = strtok_r(NULL, ":", &save))
-    bind_hidden_one(a, t);
+  bind_named_in(a, getenv("LD_LIBRARY_PATH"));
 }
 
-void sandbox_argv_free(char **argv)
+/* The folder of the cuco executable, where cuco-confine sits; "" when
+ * /proc/self/exe cannot be read. */
+static void confine_path(char *out, size_t n)
 {
-  size_t i;
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  char *slash;
 
-  for (i = 0; argv && argv[i]; i++)
-    free(argv[i]);
-  free(argv);
+  out[0] = '\0';
+  if (len <= 0)
+    return;
+  exe[len] = '\0';
+  if (!(slash = strrchr(exe, '/')))
+    return;
+  *slash = '\0';
+  snprintf(out, n, "%s/cuco-confine", exe);
+  if (access(out, X_OK) != 0)
+    out[0] = '\0';
 }
 
-char **sandbox_argv(const char *exe, const char *const *argv, const char *cwd,
-                    const char *const *rw, int share_net)
+static void add_num(struct sb_args *a, const char *opt, unsigned long long v)
+{
+  char num[32];
+
+  snprintf(num, sizeof(num), "%llu", v);
+  add(a, opt);
+  add(a, num);
+}
+
+/* cuco-confine's options and "--": limits and the system-call filter. */
+static void add_confine(struct sb_args *a, const char *confine,
+                        const struct sandbox_req *r)
+{
+  char dir[4096];
+
+  snprintf(dir, sizeof(dir), "%s", confine);
+  *strrchr(dir, '/') = '\0';
+  if (!under_system(dir)) {
+    add(a, "--ro-bind");
+    add(a, dir);
+    add(a, dir);
+  }
+  add(a, "--");
+  add(a, confine);
+  add_num(a, "--fsize", limits.file_size);
+  add_num(a, "--data", limits.memory);
+  add_num(a, "--nproc-extra", limits.processes);
+  add(a, "--sockets");
+  add(a, r->inet ? "inet" : "unix");
+}
+
+char **sandbox_argv_for(const struct sandbox_req *r)
 {
   struct sb_args a = {{0}, 0, 0};
-  char **out;
+  char **out, confine[4096];
   DIR *d;
   int i;
 
+  if (!limits.memory) {
+    struct err e;
+    (void)configure_limits(NULL, &e); /* the defaults cannot fail */
+  }
   add(&a, st.bwrap[0] ? st.bwrap : "bwrap");
   add(&a, "--unshare-all");
-  if (share_net) {
+  add(&a, "--unshare-user");
+  if (r->share_net)
     add(&a, "--share-net");
-  }
   add(&a, "--die-with-parent");
   add(&a, "--new-session");
   add(&a, "--cap-drop"); /* none of root's capabilities inside */
   add(&a, "ALL");
-  add(&a, "--ro-bind");
-  add(&a, "/");
-  add(&a, "/");
+  add_num(&a, "--uid", SANDBOX_UID);
+  add_num(&a, "--gid", SANDBOX_UID);
+  bind_system(&a);
   add(&a, "--dev");
   add(&a, "/dev");
   add(&a, "--proc");
   add(&a, "/proc");
-  for (i = 0; hidden[i]; i++) {
-    struct stat sb;
-    if (stat(hidden[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
-      add(&a, "--tmpfs");
-      add(&a, hidden[i]);
-    }
-  }
+  add_num(&a, "--size", limits.tmp_size);
+  add(&a, "--tmpfs");
+  add(&a, "/tmp");
+  add(&a, "--setenv");
+  add(&a, "TMPDIR");
+  add(&a, "/tmp");
   /* GPU nodes: nvidia0.., nvidiactl, nvidia-uvm*, nvidia-caps/. */
   d = opendir("/dev");
   while (d) {
@@ -323,22 +502,33 @@ char **sandbox_argv(const char *exe, const char *const *argv, const char *cwd,
   }
   if (d)
     closedir(d);
-  bind_hidden_reads(&a, exe, argv);
-  if (share_net)
-    bind(&a, "--bind", "/dev/shm"); /* NCCL's SHM transport */
-  bind(&a, "--bind", getenv("TMPDIR"));
-  bind(&a, "--bind", cwd);
-  for (i = 0; rw && rw[i]; i++)
-    bind(&a, "--bind", rw[i]);
-  if (cwd) {
+  bind_named_reads(r, &a);
+  /* shared memory: the run's own folder (its ranks meet there, NCCL's SHM
+   * transport), else a private one; never the host's /dev/shm */
+  if (r->shm && *r->shm) {
+    add(&a, "--bind");
+    add(&a, r->shm);
+    add(&a, "/dev/shm");
+  } else {
+    add_num(&a, "--size", limits.tmp_size);
+    add(&a, "--tmpfs");
+    add(&a, "/dev/shm");
+  }
+  bind(&a, "--bind", r->cwd);
+  for (i = 0; r->rw && r->rw[i]; i++)
+    bind(&a, "--bind", r->rw[i]);
+  if (r->cwd) {
     char real[4096];
     add(&a, "--chdir");
-    add(&a, realpath(cwd, real) ? real : cwd);
+    add(&a, realpath(r->cwd, real) ? real : r->cwd);
   }
+  confine_path(confine, sizeof(confine));
+  if (confine[0])
+    add_confine(&a, confine, r);
   add(&a, "--");
-  add(&a, exe);
-  for (i = 1; argv && argv[i]; i++)
-    add(&a, argv[i]);
+  add(&a, r->exe);
+  for (i = 1; r->argv && r->argv[i]; i++)
+    add(&a, r->argv[i]);
   if (a.oom) {
     for (i = 0; i < a.n; i++)
       free(a.v[i]);
@@ -353,3 +543,13 @@ char **sandbox_argv(const char *exe, const char *const *argv, const char *cwd,
   memcpy(out, a.v, (size_t)a.n * sizeof(*out));
   return out;
 }
+
+void sandbox_argv_free(char **argv)
+{
+  size_t i;
+
+  for (i = 0; argv && argv[i]; i++)
+    free(argv[i]);
+  free(argv);
+}
+
