@@ -48,8 +48,14 @@ all: cuco
 cuco: $(BUILD)/cuco
 	@if [ "$(BUILD)" = build ]; then cp $(BUILD)/cuco cuco; fi
 
-$(BUILD)/cuco: $(OBJ)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+# cuco-confine: limits and the system-call filter a sandboxed child gets
+# (issue 47); cuco looks for it beside its own executable.
+$(BUILD)/cuco: $(OBJ) | $(BUILD)/cuco-confine
+	$(CC) $(ALL_CFLAGS) -o $@ $(OBJ) $(LDLIBS)
+
+$(BUILD)/cuco-confine: src/confine/confine.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -lseccomp
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
