@@ -46,7 +46,7 @@ HELPER_BIN := $(TEST_HELPERS:tests/unit/%.c=$(BUILD)/tests/%)
 all: cuco
 
 cuco: $(BUILD)/cuco
-	@if [ "$(BUILD)" = build ]; then cp $(BUILD)/cuco cuco; fi
+	@if [ "$(BUILD)" = build ]; then cp $(BUILD)/cuco $(BUILD)/cuco-confine .; fi
 
 # cuco-confine: limits and the system-call filter a sandboxed child gets
 # (issue 47); cuco looks for it beside its own executable.
@@ -106,7 +106,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_LIB_SRC := $(filter-out src/main.c,$(LIB_SRC))
 
 test check: $(BUILD)/cuco $(TEST_BIN) $(HELPER_BIN) $(FUZZ_REPLAY)
-	@if [ "$(BUILD)" = build ]; then cp $(BUILD)/cuco cuco; fi
+	@if [ "$(BUILD)" = build ]; then cp $(BUILD)/cuco $(BUILD)/cuco-confine .; fi
 	@BUILD=$(BUILD) tests/run.sh
 
 asan:
@@ -130,7 +130,7 @@ gpu-check: cuco
 	@tests/gpu/run-all.sh $(GPU)
 
 clean:
-	rm -rf build build-asan cuco
+	rm -rf build build-asan cuco cuco-confine
 
 # ---- fuzzing (docs/c-style.md habit 11): one target per parser ----------
 # `make fuzz` runs each for FUZZ_SECONDS under libFuzzer (clang, ASan and
