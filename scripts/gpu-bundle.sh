@@ -10,7 +10,7 @@ make -s BUILD=build-gpu \
   CFLAGS="-O2 -g -Wl,--disable-new-dtags,-rpath,\\\$\$ORIGIN/libs" \
   build-gpu/cuco build-gpu/tests/fakellm
 rm -rf build-gpu/libs && mkdir -p build-gpu/libs
-ldd build-gpu/cuco | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
+ldd build-gpu/cuco build-gpu/cuco-confine | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) ;;
     *) cp -L "$lib" build-gpu/libs/ ;;
