@@ -6,6 +6,7 @@
 
 #include "buf.h"
 #include "redact.h"
+#include "utf8.h"
 
 static enum log_level threshold = LOG_INFO;
 
@@ -31,6 +32,7 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
   (void)buf_vprintf(&b, fmt, ap);
   va_end(ap);
   (void)redact_buf(&b); /* the last line of defence (redact.h) */
+  (void)utf8_sanitize_text(b.data, b.len); /* nor terminal control */
   fprintf(stderr, "cuco: %s: %s\n", names[lvl], buf_str(&b));
   buf_release(&b);
 }

@@ -11,6 +11,7 @@
 
 #include "redact.h"
 #include "sandbox.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +57,15 @@ const char *const proc_env_default_allow[] = {
     "NVSHMEM_DISABLE_NVLS",
     "TORCH_SYMM_MEM_DISABLE_MULTICAST",
     NULL};
+
+/* proc_stop_on(): a process-wide stop request (set by a signal handler)
+ * that cancels every child as its own opts.cancel would. */
+static const volatile int *stop_all;
+
+void proc_stop_on(const volatile int *flag)
+{
+  stop_all = flag;
+}
 
 static double now_s(void)
 {
@@ -182,6 +192,7 @@ static void drain(int *fd, struct buf *b, int echo_fd)
       ssize_t w;
       (void)buf_append(&t, chunk, (size_t)r);
       (void)redact_buf(&t); /* best effort: a secret may span chunks */
+      (void)utf8_sanitize_text(t.data, t.len);
       w = write(echo_fd, buf_str(&t), t.len);
       (void)w;
       buf_release(&t);
@@ -735,7 +746,7 @@ static int supervise(const struct proc_opts *o, struct sup *sp,
     if (!s.leader_done && !s.term_sent) {
       if (deadline && t >= deadline)
         s.term_sent = s.timed_out = 1;
-      else if (o->cancel && *o->cancel)
+      else if ((o->cancel && *o->cancel) || (stop_all && *stop_all))
         s.term_sent = res->canceled = 1;
       if (s.term_sent) {
         if (!sup_reaped)
@@ -813,6 +824,10 @@ static int supervise(const struct proc_opts *o, struct sup *sp,
     res->outcome = PROC_TIMEDOUT;
   (void)redact_buf(&res->out);
   (void)redact_buf(&res->err);
+  /* no terminal control from a child reaches a terminal, a log, run.db or
+   * a prompt (issue 47) */
+  (void)utf8_sanitize_text(res->out.data, res->out.len);
+  (void)utf8_sanitize_text(res->err.data, res->err.len);
   rc = 0;
 out_close:
   if (pidfd >= 0)

@@ -63,6 +63,33 @@ size_t utf8_sanitize(char *s, size_t n)
   return bad;
 }
 
+size_t utf8_sanitize_text(char *s, size_t n)
+{
+  size_t i = 0, l, bad = 0;
+
+  while (i < n) {
+    unsigned char c = (unsigned char)s[i];
+    l = utf8_seq_len(s + i, n - i);
+    if (l == 1 && (c >= 0x20 || c == '\n' || c == '\t') && c != 0x7f) {
+      i++;
+      continue;
+    }
+    if (l == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0) {
+      s[i] = s[i + 1] = '?'; /* C1: U+0080..U+009F */
+      i += 2;
+      bad += 2;
+      continue;
+    }
+    if (l > 1) {
+      i += l;
+      continue;
+    }
+    s[i++] = '?';
+    bad++;
+  }
+  return bad;
+}
+
 int utf8_cut(const char *s, size_t max)
 {
   size_t n = strnlen(s, max + 1), k;

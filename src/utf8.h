@@ -17,6 +17,13 @@ int utf8_valid(const char *s, size_t n);
  * '?', in place; returns how many were replaced. */
 size_t utf8_sanitize(char *s, size_t n);
 
+/* utf8_sanitize, and also every control character but newline and tab
+ * (C0, DEL, and C1 as U+0080..U+009F) replaced by '?': what a child
+ * printed, before it reaches a terminal, run.db or a prompt (issue 47: an
+ * escape sequence from a candidate must not drive the user's terminal).
+ * In place; returns how many bytes were replaced. */
+size_t utf8_sanitize_text(char *s, size_t n);
+
 /* The largest length <= max of a prefix of the string s that does not
  * end inside a multi-byte character (for "%.*s" cuts of quoted text). */
 int utf8_cut(const char *s, size_t max);

@@ -48,11 +48,27 @@ static void test_valid_and_sanitize(void **state)
   assert_true(utf8_valid(surrogate, 3));
 }
 
+/* Issue 47: a candidate's escape sequences never reach a terminal. */
+static void test_sanitize_text(void **state)
+{
+  /* OSC title, clear screen, bell, CR, DEL, C1 CSI (U+009B), then text */
+  char s[] = "a\x1b]0;pwned\x07\x1b[2J\rb\x7f\xc2\x9b" "31m\tok\n\xc3\xa9";
+  size_t bad;
+
+  (void)state;
+  bad = utf8_sanitize_text(s, strlen(s));
+  assert_string_equal(s, "a?]0;pwned??[2J?b???31m\tok\n\xc3\xa9");
+  assert_int_equal(bad, 7);
+  assert_null(strchr(s, 0x1b));
+  assert_int_equal(utf8_sanitize_text(NULL, 0), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cut),
       cmocka_unit_test(test_valid_and_sanitize),
+      cmocka_unit_test(test_sanitize_text),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
