@@ -29,6 +29,7 @@ struct allow_pat {
 struct allow {
   struct allow_pat *v;
   int n, cap;
+  char widened[512]; /* the workload's [allow] symbols, for a hint */
 };
 
 void allow_free(struct allow *a)
@@ -160,6 +161,10 @@ int allow_widen(struct allow *a, const char *list, struct err *e)
                      (int)ql, q);
     if (ql && add(a, q, ql, SC_ALL, e))
       return ERR_NOMEM;
+    if (ql && strlen(a->widened) + ql + 3 < sizeof(a->widened))
+      snprintf(a->widened + strlen(a->widened),
+               sizeof(a->widened) - strlen(a->widened), "%s%.*s",
+               *a->widened ? ", " : "", (int)ql, q);
     p += len;
     p += *p ? 1 : 0;
   }
@@ -327,6 +332,52 @@ void allow_demangle(const char *name, char *out, size_t n)
   free(d);
 }
 
+/* Whether a denial of the scope matches NAME or DEMANGLED: no workload
+ * line can allow that symbol. */
+static int denied(const struct allow *a, const char *name,
+                  const char *demangled, int baseline)
+{
+  int i;
+
+  for (i = 0; i < a->n; i++) {
+    const struct allow_pat *p = &a->v[i];
+    if (!p->deny || (p->scope == SC_BASELINE && !baseline) ||
+        (p->scope == SC_CANDIDATE && baseline))
+      continue;
+    if (allow_glob(p->pat, name) ||
+        (demangled && allow_glob(p->pat, demangled)))
+      return 1;
+  }
+  return 0;
+}
+
+/* The workload.ini line that would allow the refused names MORE ("rand,
+ * time") of a freeform program: "; to allow them, add `symbols = rand,
+ * time` under [allow] in workload.ini", with the names it allows already
+ * when it has the line.  No hint for a name a denial covers. */
+static void widen_hint(const struct allow *a, const char *more, int n,
+                       char *out, size_t outn)
+{
+  const char *them = n > 1 ? "them" : "it";
+
+  if (!*more)
+    *out = '\0';
+  else if (!*a->widened)
+    snprintf(out, outn,
+             "; to allow %s, add `symbols = %s` under [allow] in "
+             "workload.ini",
+             them, more);
+  else if (strlen(a->widened) + strlen(more) < 100)
+    snprintf(out, outn,
+             "; to allow %s, change the [allow] line in workload.ini to "
+             "`symbols = %s, %s`",
+             them, a->widened, more);
+  else
+    snprintf(out, outn,
+             "; to allow %s, add %s to [allow] symbols in workload.ini", them,
+             more);
+}
+
 static int check_symbols(const struct allow *a, const char *path,
                          const char *label, int dynamic, int baseline,
                          const char *list_name, int plugins, struct err *e)
@@ -334,8 +385,8 @@ static int check_symbols(const struct allow *a, const char *path,
   const char *args[] = {"-u", "--no-sort", path, NULL, NULL};
   struct buf raw = BUF_INIT(1);
   const char *p;
-  char bad[4][160];
-  int nbad = 0, rc;
+  char bad[4][160], more[160] = "", hint[300];
+  int nbad = 0, nmore = 0, rc;
 
   if (dynamic) {
     args[2] = "-D";
@@ -352,22 +403,27 @@ static int check_symbols(const struct allow *a, const char *path,
         if (nbad < 4)
           snprintf(bad[nbad], sizeof(bad[0]), "%s", dname);
         nbad++;
+        if (dynamic && !denied(a, name, dname, baseline) && nmore < 8 &&
+            strlen(more) + strlen(name) + 3 < sizeof(more))
+          snprintf(more + strlen(more), sizeof(more) - strlen(more), "%s%s",
+                   nmore++ ? ", " : "", name);
       }
     }
     p += pl;
     p += *p ? 1 : 0;
   }
   if (nbad) {
-    char more[400] = "";
+    char also[400] = "";
     int i;
     for (i = 1; i < nbad && i < 4; i++)
-      snprintf(more + strlen(more), sizeof(more) - strlen(more), "%s'%s'",
+      snprintf(also + strlen(also), sizeof(also) - strlen(also), "%s'%s'",
                i > 1 ? ", " : "; also ", bad[i]);
     if (nbad > 4)
-      snprintf(more + strlen(more), sizeof(more) - strlen(more),
+      snprintf(also + strlen(also), sizeof(also) - strlen(also),
                " and %d more", nbad - 4);
-    rc = err_set(e, ERR_CHECK, "%s calls '%s' (not on %s%s)", label, bad[0],
-                 list_name, more);
+    widen_hint(a, more, nmore, hint, sizeof(hint));
+    rc = err_set(e, ERR_CHECK, "%s calls '%s' (not on %s%s)%s", label, bad[0],
+                 list_name, also, hint);
   }
 out:
   buf_release(&raw);
@@ -501,6 +557,113 @@ out:
   return rc;
 }
 
+/* Code that runs before or after main (issue 47): nvcc puts exactly one
+ * entry in a .cu object's .init_array, its fatbinary registration
+ * (__sti____cudaRegisterAll); anything else there, in .ctors or
+ * .preinit_array, any .fini_array/.dtors entry, and .init/.fini code are a
+ * candidate's constructors and destructors. */
+#define RE_OUT_MAX (8u << 20)
+
+struct elf_view {
+  char sec[512][64]; /* section index -> name */
+  const char *text;  /* readelf -SsrW output */
+};
+
+static int ctor_section(const char *name, int *before)
+{
+  static const char *const pre[] = {".init_array", ".ctors", ".preinit_array",
+                                    NULL};
+  static const char *const post[] = {".fini_array", ".dtors", NULL};
+  for (int i = 0; pre[i] || post[i]; i++) {
+    if (pre[i] && !strncmp(name, pre[i], strlen(pre[i]))) {
+      *before = 1;
+      return 1;
+    }
+    if (post[i] && !strncmp(name, post[i], strlen(post[i]))) {
+      *before = 0;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The FUNC symbol at VALUE in the section named SECNAME, into OUT. */
+static void func_at(const struct elf_view *v, const char *secname,
+                    unsigned long long value, char *out, size_t n)
+{
+  const char *p = v->text;
+
+  snprintf(out, n, "%s+0x%llx", secname, value);
+  for (; *p; p += strcspn(p, "\n"), p += *p ? 1 : 0) {
+    unsigned long long val;
+    unsigned ndx;
+    char type[16], name[256];
+    if (sscanf(p, " %*u: %llx %*s %15s %*s %*s %u %255s", &val, type, &ndx,
+               name) == 4 &&
+        !strcmp(type, "FUNC") && val == value && ndx < 512 &&
+        !strcmp(v->sec[ndx], secname)) {
+      snprintf(out, n, "%s", name);
+      return;
+    }
+  }
+}
+
+static int check_ctors(const char *path, const char *label, struct err *e)
+{
+  const char *argv[] = {"readelf", "-SsrW", path, NULL};
+  struct buf out = BUF_INIT(1);
+  struct elf_view *v = calloc(1, sizeof(*v));
+  const char *p;
+  int rc, in_rel = 0, before = 0;
+
+  if (!v)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  if ((rc = run_tool(argv, RE_OUT_MAX, &out, e)))
+    goto out;
+  v->text = buf_str(&out);
+  for (p = v->text; *p && !rc; p += strcspn(p, "\n"), p += *p ? 1 : 0) {
+    unsigned idx;
+    char name[256], target[256], fn[256], dem[300];
+    unsigned long long add;
+    if (sscanf(p, " [%u] %255s", &idx, name) == 2) {
+      if (idx < 512)
+        snprintf(v->sec[idx], sizeof(v->sec[idx]), "%s", name);
+      if (!strcmp(name, ".init") || !strcmp(name, ".fini"))
+        rc = err_set(e, ERR_CHECK,
+                     "%s has a %s section: code that runs %s main is "
+                     "refused in candidates",
+                     label, name, name[2] == 'i' ? "before" : "after");
+      continue;
+    }
+    if (!strncmp(p, "Relocation section '", 20)) {
+      const char *q = p + 20;
+      q += !strncmp(q, ".rela", 5) ? 5 : !strncmp(q, ".rel", 4) ? 4 : 0;
+      snprintf(name, sizeof(name), "%.*s", (int)strcspn(q, "'"), q);
+      in_rel = ctor_section(name, &before);
+      continue;
+    }
+    if (!in_rel ||
+        sscanf(p, "%*x %*x %*s %*x %255s + %llx", target, &add) != 2)
+      continue;
+    if (target[0] == '.')
+      func_at(v, target, add, fn, sizeof(fn));
+    else
+      snprintf(fn, sizeof(fn), "%s", target);
+    if (before && strstr(fn, "__sti____cudaRegisterAll"))
+      continue; /* nvcc's own registration */
+    allow_demangle(fn, dem, sizeof(dem));
+    rc = err_set(e, ERR_CHECK,
+                 "%s runs '%.120s' %s main (a %s): constructors and "
+                 "destructors are refused in candidates",
+                 label, dem, before ? "before" : "after",
+                 before ? "constructor or dynamic initializer" : "destructor");
+  }
+out:
+  buf_release(&out);
+  free(v);
+  return rc;
+}
+
 int allow_check(const struct allow *a, const char *path, const char *label,
                 int dynamic, int baseline, const char *list_name,
                 struct err *e)
@@ -510,6 +673,8 @@ int allow_check(const struct allow *a, const char *path, const char *label,
       check_symbols(a, path, label, dynamic, baseline, list_name, plugins, e);
 
   if (rc || (rc = check_defs(a, path, label, dynamic, list_name, plugins, e)))
+    return rc;
+  if (!dynamic && !baseline && (rc = check_ctors(path, label, e)))
     return rc;
   return check_syscalls(path, label, e);
 }
