@@ -879,8 +879,8 @@ int proc_run(const struct proc_opts *o, struct proc_result *res, struct err *e)
     if (ss.kind == SANDBOX_KIND_BWRAP) {
       int ranks = o->sandbox == PROC_SANDBOX_RANKS;
       char shm[4096];
-      struct sandbox_req q = {exe, o->argv, o->cwd, o->rw_dirs, NULL,
-                              ranks,  ranks};
+      struct sandbox_req q = {exe,  o->argv, o->cwd, o->rw_dirs,
+                              NULL, ranks,   ranks};
       /* the ranks of one run share a /dev/shm of their own */
       if (ranks && o->cwd &&
           snprintf(shm, sizeof(shm), "%s/.shm", o->cwd) < (int)sizeof(shm) &&

@@ -50,12 +50,22 @@ static int parse_bytes(const char *s, unsigned long long *out)
   if (errno || end == s || *s == '-')
     return -1;
   switch (*end ? (*end | 0x20) : 0) {
-  case 0: break;
-  case 'k': shift = 10; break;
-  case 'm': shift = 20; break;
-  case 'g': shift = 30; break;
-  case 't': shift = 40; break;
-  default: return -1;
+  case 0:
+    break;
+  case 'k':
+    shift = 10;
+    break;
+  case 'm':
+    shift = 20;
+    break;
+  case 'g':
+    shift = 30;
+    break;
+  case 't':
+    shift = 40;
+    break;
+  default:
+    return -1;
   }
   if (*end && end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B"))
     return -1;
@@ -77,9 +87,9 @@ static int configure_limits(const struct config *cfg, struct err *e)
       {"processes", offsetof(struct sandbox_limits, processes)},
   };
   long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-  unsigned long long ram =
-      pages > 0 && psz > 0 ? (unsigned long long)pages * (unsigned long long)psz
-                           : 0;
+  unsigned long long ram = pages > 0 && psz > 0 ? (unsigned long long)pages *
+                                                      (unsigned long long)psz
+                                                : 0;
   struct sandbox_limits l;
 
   l.memory = ram / 2 > (4ULL << 30) ? ram / 2 : (4ULL << 30);
@@ -88,8 +98,8 @@ static int configure_limits(const struct config *cfg, struct err *e)
   l.processes = 1024;
   for (size_t i = 0; cfg && i < sizeof(keys) / sizeof(keys[0]); i++) {
     const struct config_entry *v = config_find(cfg, "sandbox", keys[i].key);
-    if (v && parse_bytes(v->value, (unsigned long long *)((char *)&l +
-                                                           keys[i].off)))
+    if (v && parse_bytes(v->value,
+                         (unsigned long long *)((char *)&l + keys[i].off)))
       return err_set(e, ERR_CONFIG,
                      "%s: [sandbox] %s '%.40s' is not a positive size (e.g. "
                      "512M, 4G)",
@@ -284,13 +294,13 @@ static void bind(struct sb_args *a, const char *how, const char *path)
  * rest of the host (/root, /home, /var, /run, /tmp, /mnt, /srv, /work...)
  * is absent: only the paths the command names are bound back. */
 static const char *const system_dirs[] = {
-    "/usr", "/bin",    "/sbin", "/lib", "/lib32",
-    "/lib64", "/libx32", "/etc", "/opt", "/sys", NULL};
+    "/usr",    "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+    "/libx32", "/etc", "/opt",  "/sys", NULL};
 
 /* Files under /etc that hold secrets (another user's password hashes, the
  * host's private keys): a candidate may be root-mapped, so they are
  * covered by an empty file or folder. */
-static const char *const etc_files[] = {"/etc/shadow", "/etc/gshadow",
+static const char *const etc_files[] = {"/etc/shadow",  "/etc/gshadow",
                                         "/etc/shadow-", "/etc/gshadow-",
                                         "/etc/sudoers", NULL};
 static const char *const etc_dirs[] = {"/etc/ssh", "/etc/ssl/private",
@@ -552,4 +562,3 @@ void sandbox_argv_free(char **argv)
     free(argv[i]);
   free(argv);
 }
-

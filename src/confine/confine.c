@@ -37,23 +37,52 @@
 /* What no candidate needs: debugging or reading other processes, mounts and
  * namespaces, kernel keys, BPF and perf, modules and kexec, the clock, the
  * system's swap, accounting and logs, handles that bypass path lookup. */
-static const char *const denied[] = {
-    "ptrace",        "process_vm_readv", "process_vm_writev",
-    "mount",         "umount2",          "pivot_root",
-    "chroot",        "move_mount",       "open_tree",
-    "fsopen",        "fsmount",          "fsconfig",
-    "fspick",        "mount_setattr",    "unshare",
-    "setns",         "keyctl",           "add_key",
-    "request_key",   "bpf",              "perf_event_open",
-    "kexec_load",    "kexec_file_load",  "init_module",
-    "finit_module",  "delete_module",    "reboot",
-    "swapon",        "swapoff",          "syslog",
-    "acct",          "settimeofday",     "clock_settime",
-    "clock_adjtime", "adjtimex",         "iopl",
-    "ioperm",        "quotactl",         "lookup_dcookie",
-    "userfaultfd",   "open_by_handle_at", "name_to_handle_at",
-    "personality",   "uselib",           "vhangup",
-    NULL};
+static const char *const denied[] = {"ptrace",
+                                     "process_vm_readv",
+                                     "process_vm_writev",
+                                     "mount",
+                                     "umount2",
+                                     "pivot_root",
+                                     "chroot",
+                                     "move_mount",
+                                     "open_tree",
+                                     "fsopen",
+                                     "fsmount",
+                                     "fsconfig",
+                                     "fspick",
+                                     "mount_setattr",
+                                     "unshare",
+                                     "setns",
+                                     "keyctl",
+                                     "add_key",
+                                     "request_key",
+                                     "bpf",
+                                     "perf_event_open",
+                                     "kexec_load",
+                                     "kexec_file_load",
+                                     "init_module",
+                                     "finit_module",
+                                     "delete_module",
+                                     "reboot",
+                                     "swapon",
+                                     "swapoff",
+                                     "syslog",
+                                     "acct",
+                                     "settimeofday",
+                                     "clock_settime",
+                                     "clock_adjtime",
+                                     "adjtimex",
+                                     "iopl",
+                                     "ioperm",
+                                     "quotactl",
+                                     "lookup_dcookie",
+                                     "userfaultfd",
+                                     "open_by_handle_at",
+                                     "name_to_handle_at",
+                                     "personality",
+                                     "uselib",
+                                     "vhangup",
+                                     NULL};
 
 static void die(const char *what, const char *why)
 {
@@ -129,8 +158,8 @@ static void filter(int inet)
     deny(ctx, SCMP_ACT_ERRNO(EPERM), denied[i], 0, NULL);
   /* threads and processes, but no new namespaces */
   for (i = 0; i < (int)(sizeof(ns_flags) / sizeof(ns_flags[0])); i++) {
-    struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i],
-                                    ns_flags[i]);
+    struct scmp_arg_cmp c =
+        SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]);
     deny(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, &c);
   }
   /* clone3's flags sit behind a pointer a filter cannot read: glibc falls

@@ -52,7 +52,8 @@ static void test_valid_and_sanitize(void **state)
 static void test_sanitize_text(void **state)
 {
   /* OSC title, clear screen, bell, CR, DEL, C1 CSI (U+009B), then text */
-  char s[] = "a\x1b]0;pwned\x07\x1b[2J\rb\x7f\xc2\x9b" "31m\tok\n\xc3\xa9";
+  char s[] = "a\x1b]0;pwned\x07\x1b[2J\rb\x7f\xc2\x9b"
+             "31m\tok\n\xc3\xa9";
   size_t bad;
 
   (void)state;
