@@ -418,6 +418,65 @@ static int guarded_define(const char *clean, size_t at, const char *p)
   }
 }
 
+/* Whether the #include at CODE[at] names <"/abs"> or a path with "..":
+ * the header's name is in the raw text (the cleaned copy blanks it). */
+static int bad_system_include(const char *code, size_t at)
+{
+  const char *p = strchr(code + at, '<'), *nl = strchr(code + at, '\n');
+  size_t n;
+
+  if (!p || (nl && p > nl))
+    return 0;
+  p += 1 + strspn(p + 1, " \t");
+  n = strcspn(p, ">\n");
+  if (*p == '/')
+    return 1;
+  for (size_t k = 0; k + 1 < n; k++)
+    if (p[k] == '.' && p[k + 1] == '.')
+      return 1;
+  return 0;
+}
+
+/* Assembler directives that read files or place code before or after
+ * main, and the attributes that do the latter (issue 47: a cheap first
+ * line; the sandboxed compiler and the object check are the boundary).
+ * Looked for in the raw text, string literals included. */
+static const char *const asm_words[] = {
+    "incbin", ".include", "init_array",   "fini_array", ".ctors",
+    ".dtors", ".section", ".pushsection", NULL};
+static const char *const attr_words[] = {"constructor",     "destructor",
+                                         "__constructor__", "__destructor__",
+                                         "init_priority",   NULL};
+
+static int check_words(const char *code, size_t a, size_t b, const char *clean,
+                       struct err *e)
+{
+  for (int k = 0; asm_words[k]; k++) {
+    size_t n = strlen(asm_words[k]);
+    for (size_t i = a; i + n <= b; i++)
+      if (!memcmp(code + i, asm_words[k], n) &&
+          (i + n == b || !ident_char(code[i + n])))
+        return err_set(e, ERR_CHECK,
+                       "line %d: forbidden assembler directive '%s' inside an "
+                       "EVOLVE block (it reads files or places code outside "
+                       "the program's flow)",
+                       line_at(code, i), asm_words[k]);
+  }
+  for (size_t i = 0; i < b - a; i++) {
+    if (!ident_char(clean[i]) || (i && ident_char(clean[i - 1])))
+      continue;
+    for (int k = 0; attr_words[k]; k++) {
+      size_t n = strlen(attr_words[k]);
+      if (!strncmp(clean + i, attr_words[k], n) && !ident_char(clean[i + n]))
+        return err_set(e, ERR_CHECK,
+                       "line %d: forbidden '%s' inside an EVOLVE block "
+                       "(code before or after main)",
+                       line_at(code, a + i), attr_words[k]);
+    }
+  }
+  return 0;
+}
+
 /* Check one region (a block's contents or the whole file). */
 static int check_region(const char *code, size_t a, size_t b, int device,
                         int in_block, struct err *e)
@@ -450,6 +509,8 @@ static int check_region(const char *code, size_t a, size_t b, int device,
       goto out;
     }
   }
+  if (in_block && (rc = check_words(code, a, b, clean, e)))
+    goto out;
   for (i = 0; i < b - a; i++) {
     char c = clean[i];
     if (c == '\n') {
@@ -467,6 +528,14 @@ static int check_region(const char *code, size_t a, size_t b, int device,
         rc = err_set(e, ERR_CHECK,
                      "line %d: forbidden '#include \"...\"' inside an "
                      "EVOLVE block (only <system> headers)",
+                     line_at(code, a + i));
+        goto out;
+      }
+      if (!strncmp(clean + j, "include", 7) &&
+          bad_system_include(code, a + i)) {
+        rc = err_set(e, ERR_CHECK,
+                     "line %d: forbidden '#include' of an absolute path or "
+                     "one with '..' (only <system> headers by name)",
                      line_at(code, a + i));
         goto out;
       }
@@ -621,6 +690,109 @@ static int check_braces(const char *seed, const char *cand, struct err *e)
   return 0;
 }
 
+/* Whether identifier NAME (LEN bytes) is a token of the cleaned
+ * CLEAN[0..n) outside the blocks BL (offsets into the same text). */
+static int frozen_uses(const char *clean, size_t n,
+                       const struct candidate_blocks *bl, const char *name,
+                       size_t len)
+{
+  int k = 0;
+
+  for (size_t i = 0; i + len <= n; i++) {
+    while (k < bl->n && i >= bl->b[k].end)
+      k++;
+    if (k < bl->n && i >= bl->b[k].start) {
+      i = bl->b[k].end - 1;
+      continue;
+    }
+    if (!memcmp(clean + i, name, len) && (!i || !ident_char(clean[i - 1])) &&
+        !ident_char(clean[i + len]))
+      return 1;
+  }
+  return 0;
+}
+
+/* The name after "#define"/"#undef" at P (cleaned text), into OUT. */
+static size_t macro_name(const char *p, char *out, size_t n)
+{
+  size_t len;
+
+  p += strspn(p, " \t");
+  for (len = 0; ident_char(p[len]) && len + 1 < n; len++)
+    out[len] = p[len];
+  out[len] = '\0';
+  return len;
+}
+
+/* Whether the blocks of CLEAN (the seed, cleaned) #define or #undef NAME. */
+static int blocks_define(const char *clean, const struct candidate_blocks *bl,
+                         const char *name)
+{
+  for (int k = 0; k < bl->n; k++)
+    for (size_t i = bl->b[k].start; i < bl->b[k].end; i++) {
+      const char *q;
+      char got[128];
+      if (clean[i] != '#')
+        continue;
+      q = clean + i + 1 + strspn(clean + i + 1, " \t");
+      if (strncmp(q, "define", 6) && strncmp(q, "undef", 5))
+        continue;
+      macro_name(q + (q[0] == 'd' ? 6 : 5), got, sizeof(got));
+      if (!strcmp(got, name))
+        return 1;
+    }
+  return 0;
+}
+
+/* Issue 47: a block may not #define or #undef an identifier the frozen
+ * text uses (it would change what the frozen text means), unless the
+ * seed's own blocks do (the seed is trusted). */
+static int check_frozen_macros(const char *seed, const char *cand,
+                               const struct candidate_blocks *bl,
+                               struct err *e)
+{
+  size_t n = strlen(cand), sn = strlen(seed);
+  char *clean = malloc(n + 1), *sclean = malloc(sn + 1);
+  struct candidate_blocks sbl;
+  int rc = 0;
+
+  if (!clean || !sclean) {
+    free(clean);
+    free(sclean);
+    return err_set(e, ERR_NOMEM, "out of memory");
+  }
+  lex_clean(cand, 0, n, clean);
+  clean[n] = '\0';
+  lex_clean(seed, 0, sn, sclean);
+  sclean[sn] = '\0';
+  if (candidate_blocks(seed, &sbl, e)) {
+    rc = ERR_CHECK;
+    goto out;
+  }
+  for (int k = 0; k < bl->n && !rc; k++)
+    for (size_t i = bl->b[k].start; i < bl->b[k].end && !rc; i++) {
+      const char *q;
+      char name[128];
+      size_t len;
+      if (clean[i] != '#')
+        continue;
+      q = clean + i + 1 + strspn(clean + i + 1, " \t");
+      if (strncmp(q, "define", 6) && strncmp(q, "undef", 5))
+        continue;
+      len = macro_name(q + (q[0] == 'd' ? 6 : 5), name, sizeof(name));
+      if (len && frozen_uses(clean, n, bl, name, len) &&
+          !blocks_define(sclean, &sbl, name))
+        rc = err_set(e, ERR_CHECK,
+                     "line %d: forbidden #%s of '%s', which the frozen text "
+                     "uses (it would change what the frozen text means)",
+                     line_at(cand, i), q[0] == 'd' ? "define" : "undef", name);
+    }
+out:
+  free(clean);
+  free(sclean);
+  return rc;
+}
+
 int candidate_check(const char *seed, const char *cand, int device,
                     struct err *e)
 {
@@ -638,6 +810,8 @@ int candidate_check(const char *seed, const char *cand, int device,
     if (candidate_check_frozen(seed, cand, e))
       return ERR_CHECK;
     if (check_braces(seed, cand, e))
+      return ERR_CHECK;
+    if (check_frozen_macros(seed, cand, &bl, e))
       return ERR_CHECK;
   }
   return candidate_check_forbidden(cand, device, e);

@@ -211,13 +211,63 @@ static void test_check(void **state)
   assert_int_equal(candidate_check(seed, "", 1, &e), ERR_CHECK);
 }
 
+/* Issue 47's static refusals: each block text replaces line 4 of the
+ * seed; the message names the line and what was refused. */
+static void test_static_refusals(void **state)
+{
+  static const struct {
+    const char *block, *msg;
+  } cases[] = {
+      {"#include </etc/shadow>\n",
+       "line 4: forbidden '#include' of an absolute"},
+      {"#include <../../secret.h>\n",
+       "line 4: forbidden '#include' of an absolute"},
+      {"__asm__(\".inc\" \"bin \\\"/x\\\"\");\n", NULL}, /* joined: below */
+      {"__asm__(\".incbin \\\"/etc/passwd\\\"\");\n",
+       "line 4: forbidden assembler directive 'incbin'"},
+      {"__asm__(\".section .init_array\");\n",
+       "line 4: forbidden assembler directive 'init_array'"},
+      {"__attribute__((constructor)) static void c(void) {}\n",
+       "line 4: forbidden 'constructor'"},
+      {"__attribute__((__destructor__)) static void d(void) {}\n",
+       "line 4: forbidden '__destructor__'"},
+      {"#define frozen_a 0\n",
+       "line 4: forbidden #define of 'frozen_a', which the frozen text uses"},
+      {"#undef wl_step\n",
+       "line 4: forbidden #undef of 'wl_step', which the frozen text uses"},
+      {"#define MY_TILE 64\n__global__ void k(int *x) { *x = MY_TILE; }\n",
+       ""}, /* a macro of its own: fine */
+      {"#include <cuda_fp16.h>\n__global__ void k(int *x) { *x = 1; }\n", ""},
+  };
+  struct err e = {0, ""};
+  char cand[2048];
+  (void)state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const char *at = strstr(seed, "__global__ void k(int *x) { *x = 1; }\n");
+    const char *rest = at + strlen("__global__ void k(int *x) { *x = 1; }\n");
+    if (!cases[i].msg)
+      continue; /* adjacent literals are the sandbox's (compiler's) job */
+    snprintf(cand, sizeof(cand), "%.*s%s%s", (int)(at - seed), seed,
+             cases[i].block, rest);
+    e.msg[0] = '\0';
+    if (!*cases[i].msg) {
+      if (candidate_check(seed, cand, 1, &e))
+        fail_msg("case %zu refused: %s", i, e.msg);
+      continue;
+    }
+    assert_int_equal(candidate_check(seed, cand, 1, &e), ERR_CHECK);
+    if (!strstr(e.msg, cases[i].msg))
+      fail_msg("case %zu: %s", i, e.msg);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_blocks),    cmocka_unit_test(test_blocks_bad),
       cmocka_unit_test(test_replace),   cmocka_unit_test(test_frozen),
       cmocka_unit_test(test_forbidden), cmocka_unit_test(test_check),
-      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_names),     cmocka_unit_test(test_static_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
