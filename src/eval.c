@@ -197,7 +197,7 @@ static int stage_judge(const struct eval_opts *o, struct eval_ctx *x,
     /* one rank: no network at all (NCCL bootstraps on the namespace's own
      * loopback); ranks: the host's, to reach each other */
     char shm[4096];
-    struct sandbox_req q = {x->bin_path, one, x->worker_dir, rw, shm,
+    struct sandbox_req q = {x->bin_path,  one, x->worker_dir, rw, shm,
                             x->ranks > 1, 1};
     snprintf(shm, sizeof(shm), "%s/shm", x->worker_dir);
     if ((rc = file_mkdirs(shm, e)))
@@ -300,10 +300,33 @@ static int stage_allowlist(const struct eval_opts *o, struct eval_ctx *x,
   }
   if (rc)
     return err_set(e, rc, "allowlist: %s", ae.msg);
+  if ((rc = file_hash64(x->bin_path, &x->bin_hash, e)))
+    return rc;
+  x->bin_hashed = 1;
   eval_pass(o, EVAL_STAGE_ALLOWLIST,
             "ok (%s calls only what %s allows%s; no raw system call)", label,
             shown, wide);
   return 0;
+}
+
+int eval_bin_unchanged(const struct eval_opts *o, struct eval_ctx *x,
+                       enum eval_stage st, struct eval_result *r,
+                       struct err *e)
+{
+  unsigned long long h;
+  int rc;
+
+  if (!x->bin_hashed)
+    return 0;
+  if ((rc = file_hash64(x->bin_path, &h, e)))
+    return rc;
+  if (h == x->bin_hash)
+    return 0;
+  eval_fail(r, o, st, EVAL_STATUS_REJECTED,
+            "the program changed after it was checked (%s): a candidate may "
+            "not rewrite its binary",
+            x->bin_path);
+  return 1;
 }
 
 /* ---- runs of a runtime binary ---- */
@@ -496,6 +519,10 @@ static int run_sizes(const struct eval_opts *o, struct eval_ctx *x,
 
   for (i = 0; i < n; i++)
     rcs[i] = -1, outs[i] = NULL;
+  if ((rc = eval_bin_unchanged(o, x, st, r, e)) != 0) {
+    rcs[0] = rc == 1 ? 1 : -1;
+    return rc == 1 ? 0 : rc;
+  }
   /* The per-run secret reaches every rank on its stdin (never argv, env
    * or a file): given (a replay) or fresh for this run. */
   if (o->secret) {

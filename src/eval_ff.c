@@ -383,7 +383,11 @@ int eval_ff_run(const struct eval_opts *o, struct eval_ctx *x,
     reps = 64;
   for (i = 0; i < reps; i++) {
     json_t *met = NULL;
-    rc = ff_once(o, x, s, mode, r, &met, &vals[i], e);
+    rc = eval_bin_unchanged(
+        o, x, !strcmp(mode, "bench") ? EVAL_STAGE_BENCH : EVAL_STAGE_VERIFY, r,
+        e);
+    if (!rc)
+      rc = ff_once(o, x, s, mode, r, &met, &vals[i], e);
     if (rc) {
       json_decref(samples);
       json_decref(last);

@@ -37,6 +37,10 @@ struct eval_ctx {
    * write (ff_check_dir, removed with the evaluation); "" = none yet */
   char ff_check_dir[WORKLOAD_PATH + 32];
   char ff_checker[WORKLOAD_PATH + 64];
+  /* the program that runs is the program that was checked (issue 47):
+   * its hash after the allowlist, checked again before every run */
+  unsigned long long bin_hash;
+  int bin_hashed;
   int ranks;
   int nv, nb;
   struct workload_size vsizes[WORKLOAD_MAX_SIZES];
@@ -44,6 +48,13 @@ struct eval_ctx {
 };
 
 double eval_now(void);
+
+/* Whether x->bin_path still has the hash it had when it was checked: 0
+ * yes (or not hashed yet), 1 no (the verdict set: a rejection naming
+ * it), <0 it could not be read (*e set). */
+int eval_bin_unchanged(const struct eval_opts *o, struct eval_ctx *x,
+                       enum eval_stage st, struct eval_result *r,
+                       struct err *e);
 
 /* eval_verdict.c: record a failed stage ("STAGE: message") and report
  * it. */

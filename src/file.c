@@ -14,6 +14,8 @@
 
 #include "buf.h"
 
+#include <xxhash.h>
+
 #define FILE_PATH_MAX 4096
 
 char *file_read(const char *path, size_t cap, size_t *len, struct err *e)
@@ -73,8 +75,8 @@ int file_write(const char *path, const void *data, size_t n, struct err *e)
                atomic_fetch_add(&seq, 1)) >= (int)sizeof(tmp))
     return err_set(e, ERR_IO, "%s: path too long", path);
   fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0)
-    return err_set(e, ERR_IO, "%s: %s", tmp, strerror(errno));
+  if (fd < 0) /* name the file asked for, not the temporary beside it */
+    return err_set(e, ERR_IO, "%s: cannot write: %s", path, strerror(errno));
   while (!er && n) {
     ssize_t w = write(fd, data, n);
     if (w < 0 && errno == EINTR)
@@ -138,4 +140,34 @@ static int rm_one(const char *p, const struct stat *sb, int flag,
 void file_rmtree(const char *dir)
 {
   (void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int file_hash64(const char *path, unsigned long long *h, struct err *e)
+{
+  XXH64_state_t *st = XXH64_createState();
+  char chunk[1 << 16];
+  ssize_t n;
+  int fd, rc = 0;
+
+  if (!st)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  (void)XXH64_reset(st, 0);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    XXH64_freeState(st);
+    return err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
+  }
+  while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      rc = err_set(e, ERR_IO, "%s: %s", path, strerror(errno));
+      break;
+    }
+    (void)XXH64_update(st, chunk, (size_t)n);
+  }
+  close(fd);
+  *h = XXH64_digest(st);
+  XXH64_freeState(st);
+  return rc;
 }

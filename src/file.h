@@ -34,6 +34,10 @@ int file_mkdirs(const char *path, struct err *e) WARN_UNUSED;
 int file_mkdirs_mode(const char *path, unsigned mode,
                      struct err *e) WARN_UNUSED;
 
+/* XXH64 of the whole file at PATH into *H.  0, or ERR_IO naming it. */
+int file_hash64(const char *path, unsigned long long *h,
+                struct err *e) WARN_UNUSED;
+
 /* Remove a directory tree, not following links (best effort). */
 void file_rmtree(const char *dir);
 
