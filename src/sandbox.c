@@ -447,14 +447,23 @@ static void add_num(struct sb_args *a, const char *opt, unsigned long long v)
 static void add_confine(struct sb_args *a, const char *confine,
                         const struct sandbox_req *r)
 {
-  char dir[4096];
+  char libs[4096];
+  struct stat sb;
 
-  snprintf(dir, sizeof(dir), "%s", confine);
-  *strrchr(dir, '/') = '\0';
-  if (!under_system(dir)) {
+  /* the helper alone (its folder is cuco's build folder: not the
+   * candidate's to read), and the libs/ folder a GPU bundle's rpath names */
+  if (!under_system(confine)) {
     add(a, "--ro-bind");
-    add(a, dir);
-    add(a, dir);
+    add(a, confine);
+    add(a, confine);
+    snprintf(libs, sizeof(libs), "%s", confine);
+    snprintf(strrchr(libs, '/'),
+             sizeof(libs) - (size_t)(strrchr(libs, '/') - libs), "/libs");
+    if (stat(libs, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      add(a, "--ro-bind");
+      add(a, libs);
+      add(a, libs);
+    }
   }
   add(a, "--");
   add(a, confine);
