@@ -13,6 +13,8 @@
 // judge of a separate worker adds its own allowance, rt_split.cu).
 #define RT_HC_ABS_MS 0.25
 #define RT_HC_REL 0.10
+// the extra plain steps a verify takes before a host-clock excess is believed
+#define RT_HC_MORE 8
 #define RT_MAX_CHECKS 48  // check records of one rank and size
 // No rule ends a bench before this many timed steps (rt_main.cu says why).
 #define RT_CI_MIN_STEPS 32
