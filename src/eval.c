@@ -1064,5 +1064,12 @@ json_t *eval_result_json(const struct eval_result *r)
   json_object_set_new(o, "verify_s", json_real(r->verify_s));
   json_object_set_new(o, "bench_s", json_real(r->bench_s));
   json_object_set_new(o, "wait_s", json_real(r->wait_s));
+  {
+    /* what confined the candidate: "bwrap", or "subreaper" when the user
+     * chose [sandbox] mode = none (issue 47: recorded with every result) */
+    struct sandbox_state ss;
+    sandbox_state(&ss);
+    json_object_set_new(o, "sandbox", json_string(sandbox_kind_name(ss.kind)));
+  }
   return o;
 }
