@@ -282,8 +282,8 @@ enum lex_state { LX_CODE, LX_LINE_COMMENT, LX_BLOCK_COMMENT, LX_STR, LX_CHR };
 
 /* Copy region [a, b) of code into clean[] with comments and literal
  * contents blanked (newlines kept).  Returns the state at b. */
-static enum lex_state lex_clean(const char *code, size_t a, size_t b,
-                                char *clean)
+static enum lex_state lex_scan(const char *code, size_t a, size_t b,
+                               char *clean, int keep_literals)
 {
   enum lex_state st = LX_CODE;
   size_t i;
@@ -304,8 +304,10 @@ static enum lex_state lex_clean(const char *code, size_t a, size_t b,
         clean[i - a] = ' ';
       } else if (c == '"') {
         st = LX_STR;
+        *o = keep_literals ? c : ' ';
       } else if (c == '\'') {
         st = LX_CHR;
+        *o = keep_literals ? c : ' ';
       } else {
         *o = c;
       }
@@ -323,9 +325,11 @@ static enum lex_state lex_clean(const char *code, size_t a, size_t b,
       break;
     case LX_STR:
     case LX_CHR:
+      if (keep_literals)
+        *o = c;
       if (c == '\\' && i + 1 < b) {
         i++;
-        clean[i - a] = code[i] == '\n' ? '\n' : ' ';
+        clean[i - a] = keep_literals || code[i] == '\n' ? code[i] : ' ';
       } else if (c == (st == LX_STR ? '"' : '\'') || c == '\n') {
         st = LX_CODE;
       }
@@ -333,6 +337,13 @@ static enum lex_state lex_clean(const char *code, size_t a, size_t b,
     }
   }
   return st;
+}
+
+/* lex_scan without the literals' contents: what the code does. */
+static enum lex_state lex_clean(const char *code, size_t a, size_t b,
+                                char *clean)
+{
+  return lex_scan(code, a, b, clean, 0);
 }
 
 static int ident_char(char c)
@@ -451,17 +462,25 @@ static const char *const attr_words[] = {"constructor",     "destructor",
 static int check_words(const char *code, size_t a, size_t b, const char *clean,
                        struct err *e)
 {
+  char *lit = malloc(b - a + 1); /* comments blanked, literals kept */
+
+  if (!lit)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  lex_scan(code, a, b, lit, 1);
+  lit[b - a] = '\0';
   for (int k = 0; asm_words[k]; k++) {
     size_t n = strlen(asm_words[k]);
-    for (size_t i = a; i + n <= b; i++)
-      if (!memcmp(code + i, asm_words[k], n) &&
-          (i + n == b || !ident_char(code[i + n])))
+    for (size_t i = 0; i + n <= b - a; i++)
+      if (!memcmp(lit + i, asm_words[k], n) && !ident_char(lit[i + n])) {
+        free(lit);
         return err_set(e, ERR_CHECK,
                        "line %d: forbidden assembler directive '%s' inside an "
                        "EVOLVE block (it reads files or places code outside "
                        "the program's flow)",
-                       line_at(code, i), asm_words[k]);
+                       line_at(code, a + i), asm_words[k]);
+      }
   }
+  free(lit);
   for (size_t i = 0; i < b - a; i++) {
     if (!ident_char(clean[i]) || (i && ident_char(clean[i - 1])))
       continue;
