@@ -6,6 +6,11 @@
 #   make lint       formatting, banned functions, cppcheck
 #   make format     apply .clang-format
 #   make cuda       compile every .cu of the runtime and workloads (no GPU)
+#   make install    PREFIX=/usr/local (DESTDIR for staging): bin/cuco,
+#                   bin/cuco-confine, share/cuco/{runtime,workloads,...}
+#
+# One short line a step ("CC src/foo.c", "LD build/cuco"); V=1 prints the
+# whole commands, -s nothing.
 
 # No -j given: one job per CPU.  README's `make test` on a fresh clone
 # builds ~110 C objects and binaries before the tests: 28 s serial, 15 s
@@ -26,6 +31,22 @@ ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) \
 # libiberty (Debian libiberty-dev, no .pc file): the demangler nm -C uses
 LDLIBS  := $(PKG_LIBS) -liberty -lm -ldl -lpthread
 BUILD   ?= build
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+V ?= 0
+ifeq ($(V),1)
+Q   :=
+msg  =
+else
+Q   := @
+msg  = @printf '  %-7s %s\n' '$(1)' '$(2)'
+endif
+# make -s: not even the short lines (make >= 4 keeps the one-letter flags
+# in the first word of MAKEFLAGS)
+ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
+msg  =
+endif
 
 SRC      := $(wildcard src/*.c)
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
@@ -41,7 +62,8 @@ TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPERS := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
 HELPER_BIN := $(TEST_HELPERS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test check asan lint format cuda clean gpu-check fuzz
+.PHONY: all test check asan lint format cuda clean gpu-check fuzz install \
+        uninstall
 
 all: cuco
 
@@ -51,27 +73,33 @@ cuco: $(BUILD)/cuco
 # cuco-confine: limits and the system-call filter a sandboxed child gets
 # (issue 47); cuco looks for it beside its own executable.
 $(BUILD)/cuco: $(OBJ) | $(BUILD)/cuco-confine
-	$(CC) $(ALL_CFLAGS) -o $@ $(OBJ) $(LDLIBS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(OBJ) $(LDLIBS)
 
 $(BUILD)/cuco-confine: src/confine/confine.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< -lseccomp
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -lseccomp
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(call msg,CC,$<)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/gen/web_assets.c: $(WEB_FILES) scripts/embed-web.sh
 	@mkdir -p $(dir $@)
-	scripts/embed-web.sh $@ $(WEB_FILES)
+	$(call msg,GEN,$@)
+	$(Q)scripts/embed-web.sh $@ $(WEB_FILES)
 
 $(WEB_OBJ): $(BUILD)/gen/web_assets.c src/webassets.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(call msg,CC,$<)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJ) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
 
 # A unit test of a workload's frozen host code (plain C shared with its .cu
 # files) also links that code: test_moe_routing <- workloads/moe_dsv3.
@@ -79,7 +107,8 @@ MOE_DIR := workloads/moe_dsv3
 $(BUILD)/tests/test_moe_routing: tests/unit/test_moe_routing.c $(MOE_DIR)/moe_routing.c \
     $(MOE_DIR)/moe_routing.h $(MOE_DIR)/moe_fp8.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -I$(MOE_DIR) -o $@ $< $(MOE_DIR)/moe_routing.c \
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -I$(MOE_DIR) -o $@ $< $(MOE_DIR)/moe_routing.c \
 	  $(LIB_OBJ) $(LDLIBS) -lcmocka
 
 # The speed-of-light bound and every workload's declared work (plain C
@@ -87,16 +116,19 @@ $(BUILD)/tests/test_moe_routing: tests/unit/test_moe_routing.c $(MOE_DIR)/moe_ro
 $(BUILD)/tests/test_sol: tests/unit/test_sol.c runtime/rt_sol.h runtime/runtime.h \
     $(wildcard workloads/*/wl_work.h) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -Iruntime -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -Iruntime -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
 
 # The runtime's phase accounting (plain C header, issue 26).
 $(BUILD)/tests/test_phase: tests/unit/test_phase.c runtime/rt_phase.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -Iruntime -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -Iruntime -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
 
 $(BUILD)/tests/%: tests/unit/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
 # the fuzz targets' replay drivers (see fuzzing below) are part of make test
 FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
@@ -132,6 +164,29 @@ gpu-check: cuco
 clean:
 	rm -rf build build-asan cuco cuco-confine
 
+# What cuco reads at run time, where the installed binary looks for it
+# (PREFIX/bin/../share/cuco: src/build.c finds runtime/ there, and
+# src/transform_prompt.c the runtime and the docs its prompts carry;
+# src/sandbox.c wants cuco-confine beside cuco); the workloads and
+# examples, so that `cuco eval PREFIX/share/cuco/workloads/W` works.
+# Built objects and transform work folders stay behind.
+SHARE_FILES = $(shell find runtime workloads examples docs -type f \
+                ! -name '*.o' ! -path '*/transform/*' 2>/dev/null | LC_ALL=C sort)
+datadir     = $(PREFIX)/share/cuco
+
+install: $(BUILD)/cuco $(BUILD)/cuco-confine
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX)/bin/cuco)
+	$(Q)install -d '$(DESTDIR)$(PREFIX)/bin'
+	$(Q)install -m 755 $(BUILD)/cuco $(BUILD)/cuco-confine '$(DESTDIR)$(PREFIX)/bin/'
+	$(call msg,INSTALL,$(DESTDIR)$(datadir))
+	$(Q)for f in $(SHARE_FILES); do \
+	  install -D -m 644 "$$f" '$(DESTDIR)$(datadir)'/"$$f" || exit 1; done
+
+uninstall:
+	$(call msg,RM,$(DESTDIR)$(PREFIX)/bin/cuco $(DESTDIR)$(datadir))
+	$(Q)rm -f '$(DESTDIR)$(PREFIX)/bin/cuco' '$(DESTDIR)$(PREFIX)/bin/cuco-confine'
+	$(Q)rm -rf '$(DESTDIR)$(datadir)'
+
 # ---- fuzzing (docs/c-style.md habit 11): one target per parser ----------
 # `make fuzz` runs each for FUZZ_SECONDS under libFuzzer (clang, ASan and
 # UBSan) from the seeds in tests/fuzz/corpus/NAME/; `make test` replays
@@ -139,7 +194,8 @@ clean:
 
 $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/fuzz -o $@ $< tests/fuzz/replay.c $(LIB_OBJ) $(LDLIBS)
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/fuzz -o $@ $< tests/fuzz/replay.c $(LIB_OBJ) $(LDLIBS)
 
 FUZZ_CC    := clang -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 \
               -fsanitize=fuzzer-no-link,address,undefined $(PKG_CFLAGS) -Isrc

@@ -63,7 +63,10 @@ int allow_glob(const char *pat, const char *name);
  * wl_setup/wl_step/wl_teardown/main exempt) and no raw system call is
  * found; ERR_CHECK with one line ("candidate.o calls 'system' (not on
  * LIST)", "candidate.o defines 'clock_gettime', a name on LIST ...",
- * "candidate.o makes a raw system call ('syscall' in 'f')");
+ * "candidate.o makes a raw system call ('syscall' in 'f')"; for a
+ * program (DYNAMIC), a call off the list ends with the workload.ini line
+ * that would allow it: "; to allow it, add `symbols = rand` under [allow]
+ * in workload.ini");
  * ERR_PROC/ERR_NOTFOUND when nm or objdump could not run (the check could not
  * be done).  LIST_NAME is how the list is named in messages. */
 int allow_check(const struct allow *a, const char *path, const char *label,

@@ -92,8 +92,8 @@ int build_find_runtime(const struct config *cfg, const char *wl_dir, char *out,
   }
   return err_set(e, ERR_NOTFOUND,
                  "no runtime/ found (looked at $CUCO_RUNTIME_DIR, "
-                 "%s/../../runtime, beside cuco and one folder up); set "
-                 "[build] runtime_dir",
+                 "%s/../../runtime, beside cuco, one folder up and in "
+                 "../share/cuco); set [build] runtime_dir",
                  wl_dir);
 }
 

@@ -11,6 +11,9 @@
 
 #define SVG_CAP   (8u * 1024 * 1024)
 #define MAX_NODES 5000 /* a tree larger than this is drawn in part */
+#define LINEAGE_LEGEND                                                        \
+  "a node per candidate (its id below it), coloured by island; a row per "    \
+  "generation; grey: parent, red dashed: second parent (cross)"
 
 static double num(const json_t *o, const char *k, double dflt)
 {
@@ -52,50 +55,114 @@ static int is_copy(const json_t *pt)
   return !strcmp(str(pt, "edit_kind"), "migrate");
 }
 
-int charts_scores(const json_t *points, const json_t *bestp, struct buf *out,
-                  struct err *e)
-{
-  struct svg s;
-  struct svg_plot p = {70, 44, 620, 236, 0, 0, 0, 0};
-  double best[64], lastx[64], *line = NULL;
-  int have = 0, isl;
-  size_t k, n = json_array_size(points), nline;
-  const json_t *pt;
-  char title[160], attrs[48];
+/* One entry of the score plot's legend: an island's swatch, or the run's
+ * best (island < 0). */
+struct legend_item {
+  int island;
+  char text[240];
+  double w, x, y;
+};
 
-  if (n == 0)
-    return note(out, "No candidate has been evaluated yet.");
-  p.xmin = p.xmax = num(json_array_get(points, 0), "id", 0);
-  json_array_foreach(points, k, pt)
-  {
-    double x = num(pt, "id", 0), y = num(pt, "score", NAN);
-    p.xmin = fmin(p.xmin, x);
-    p.xmax = fmax(p.xmax, x);
-    if (isfinite(y)) {
-      p.ymin = have ? fmin(p.ymin, y) : y;
-      p.ymax = have ? fmax(p.ymax, y) : y;
-      have = 1;
+#define LEGEND_ROW 14.0 /* pixels between legend rows */
+#define LEGEND_GAP 14.0 /* pixels between entries */
+
+/* The legend's entries: every island with a score, then the best (when
+ * it has a score).  Returns how many. */
+static int legend_items(const double *best, const json_t *bestp,
+                        const char *best_label, struct legend_item *it)
+{
+  int n = 0, isl;
+
+  for (isl = 0; isl < 64; isl++) {
+    if (!(best[isl] > -INFINITY))
+      continue;
+    it[n].island = isl;
+    snprintf(it[n].text, sizeof it[n].text, "island %d", isl);
+    it[n].w = 14 + svg_text_width(it[n].text, 10);
+    n++;
+  }
+  if (bestp && isfinite(num(bestp, "score", NAN))) {
+    it[n].island = -1;
+    snprintf(it[n].text, sizeof it[n].text, "best #%.0f: %s%sscore %.4g",
+             num(bestp, "id", 0), best_label ? best_label : "",
+             best_label ? ", " : "", num(bestp, "score", 0));
+    it[n].w = 14 + svg_text_width(it[n].text, 11);
+    n++;
+  }
+  return n;
+}
+
+/* Flow the entries left to right from x0, wrapping before right; rows
+ * from y 13 down.  Returns the number of rows. */
+static int legend_layout(struct legend_item *it, int n, double x0,
+                         double right)
+{
+  double x = x0;
+  int rows = 1, i;
+
+  for (i = 0; i < n; i++) {
+    if (x > x0 && x + it[i].w > right) {
+      rows++;
+      x = x0;
+    }
+    it[i].x = x;
+    it[i].y = 13 + (rows - 1) * LEGEND_ROW;
+    x += it[i].w + LEGEND_GAP;
+  }
+  return rows;
+}
+
+static void legend_draw(struct svg *s, const struct legend_item *it, int n)
+{
+  int i;
+
+  for (i = 0; i < n; i++) {
+    if (it[i].island >= 0) {
+      svg_rect(s, it[i].x, it[i].y - 9, 10, 10, svg_palette(it[i].island),
+               NULL, NULL);
+      svg_text(s, it[i].x + 14, it[i].y, "start", "tick", "%s", it[i].text);
+    } else {
+      svg_circle(s, it[i].x + 6, it[i].y - 4, 6, "none", "best-ring", NULL,
+                 NULL);
+      svg_text(s, it[i].x + 14, it[i].y, "start", "legend", "%s", it[i].text);
     }
   }
-  if (!have)
-    p.ymin = 0, p.ymax = 1;
-  p.ymin = fmin(p.ymin, 0);
-  svg_begin(&s, SVG_CAP, 720, 340, "score over candidates per island");
-  svg_axes(&s, &p, "candidate id", "score (higher is better)");
-  { /* the lane of failed candidates only when there is one */
-    int nfail = 0;
-    json_array_foreach(points, k, pt) nfail +=
-        !isfinite(num(pt, "score", NAN));
-    if (nfail)
-      svg_text(&s, p.px - 6, p.py + p.ph + 48, "end", "tick", "failed");
+}
+
+/* best[isl]: island isl's highest score (-INFINITY: none), copies left
+ * out. */
+static void island_best(const json_t *points, double *best)
+{
+  const json_t *pt;
+  size_t k;
+  int isl;
+
+  for (isl = 0; isl < 64; isl++)
+    best[isl] = -INFINITY;
+  json_array_foreach(points, k, pt)
+  {
+    double y = num(pt, "score", NAN);
+    isl = (int)num(pt, "island", 0);
+    if (isl >= 0 && isl < 64 && isfinite(y) && !is_copy(pt))
+      best[isl] = fmax(best[isl], y);
   }
+}
+
+/* Each island's best-so-far as a step line (drawn under the points).
+ * 0 or ERR_NOMEM. */
+static int island_lines(struct svg *s, const struct svg_plot *p,
+                        const json_t *points)
+{
+  double best[64];
+  size_t k, n = json_array_size(points), nline;
+  double lastx[64], *line;
+  const json_t *pt;
+  int isl;
+
   /* Each improvement adds two points (a step), plus the final one. */
   line = malloc((4 * n + 4) * sizeof *line);
-  if (!line) {
-    svg_release(&s);
-    return err_set(e, ERR_NOMEM, "out of memory");
-  }
-  /* Each island's best-so-far as a step line, drawn under the points. */
+  if (!line)
+    return ERR_NOMEM;
   for (isl = 0; isl < 64; isl++) {
     nline = 0;
     best[isl] = -INFINITY;
@@ -106,25 +173,36 @@ int charts_scores(const json_t *points, const json_t *bestp, struct buf *out,
         continue;
       if (y > best[isl]) {
         if (nline) {
-          line[2 * nline] = svg_plot_x(&p, num(pt, "id", 0));
+          line[2 * nline] = svg_plot_x(p, num(pt, "id", 0));
           line[2 * nline + 1] = line[2 * nline - 1];
           nline++;
         }
         best[isl] = y;
-        line[2 * nline] = svg_plot_x(&p, num(pt, "id", 0));
-        line[2 * nline + 1] = svg_plot_y(&p, y);
+        line[2 * nline] = svg_plot_x(p, num(pt, "id", 0));
+        line[2 * nline + 1] = svg_plot_y(p, y);
         nline++;
       }
-      lastx[isl] = svg_plot_x(&p, num(pt, "id", 0));
+      lastx[isl] = svg_plot_x(p, num(pt, "id", 0));
     }
     if (nline >= 1) {
       line[2 * nline] = lastx[isl];
       line[2 * nline + 1] = line[2 * nline - 1];
-      svg_polyline(&s, line, nline + 1, svg_palette(isl), 1.2);
+      svg_polyline(s, line, nline + 1, svg_palette(isl), 1.2);
     }
   }
   free(line);
-  svg_group_open(&s, "points");
+  return 0;
+}
+
+/* One mark per evaluated candidate; failures in the band below. */
+static void score_points(struct svg *s, const struct svg_plot *p,
+                         const json_t *points)
+{
+  char title[160], attrs[48];
+  const json_t *pt;
+  size_t k;
+
+  svg_group_open(s, "points");
   json_array_foreach(points, k, pt)
   {
     double id = num(pt, "id", 0), y = num(pt, "score", NAN);
@@ -139,46 +217,86 @@ int charts_scores(const json_t *points, const json_t *bestp, struct buf *out,
                "#%.0f island %d: migrate copy of #%.0f (not a candidate)", id,
                island, num(pt, "parent_id", 0));
       if (isfinite(y))
-        svg_circle(&s, svg_plot_x(&p, id), svg_plot_y(&p, y), 3.5,
+        svg_circle(s, svg_plot_x(p, id), svg_plot_y(p, y), 3.5,
                    svg_palette(island), "pt migrate", title, attrs);
     } else if (isfinite(y))
-      svg_circle(&s, svg_plot_x(&p, id), svg_plot_y(&p, y), 4,
+      svg_circle(s, svg_plot_x(p, id), svg_plot_y(p, y), 4,
                  svg_palette(island), "pt ok", title, attrs);
     else
-      svg_circle(&s, svg_plot_x(&p, id), p.py + p.ph + 44, 3.5, "#d62728",
+      svg_circle(s, svg_plot_x(p, id), p->py + p->ph + 44, 3.5, "#d62728",
                  "pt fail", title, attrs);
   }
-  svg_group_close(&s);
-  /* Legend: one entry per island with a score, then the run's best (the
-   * summary's: runs.best_program_id, which the noise rule and the
-   * confirmation chose, not necessarily the highest mark). */
+  svg_group_close(s);
+}
+
+/* The plot's frame: x over the ids, y over the scores (from 0). */
+static void score_frame(struct svg_plot *p, const json_t *points)
+{
+  const json_t *pt;
+  int have = 0;
+  size_t k;
+
+  p->xmin = p->xmax = num(json_array_get(points, 0), "id", 0);
+  json_array_foreach(points, k, pt)
   {
-    int slot = 0;
-    for (isl = 0; isl < 64; isl++) {
-      if (!(best[isl] > -INFINITY))
-        continue;
-      svg_rect(&s, p.px + 10 + slot * 70, 4, 10, 10, svg_palette(isl), NULL,
-               NULL);
-      svg_text(&s, p.px + 24 + slot * 70, 13, "start", "tick", "island %d",
-               isl);
-      slot++;
-    }
-    if (bestp && isfinite(num(bestp, "score", NAN))) {
-      double bid = num(bestp, "id", 0), x = p.px + 14 + slot * 70;
-      json_array_foreach(points, k, pt) if (num(pt, "id", 0) == bid)
-          svg_circle(&s, svg_plot_x(&p, bid),
-                     svg_plot_y(&p, num(bestp, "score", 0)), 7, "none",
-                     "best-ring", NULL, NULL);
-      svg_circle(&s, x, 9, 6, "none", "best-ring", NULL, NULL);
-      if (num(bestp, "speedup", 0) > 0)
-        svg_text(&s, x + 10, 13, "start", "legend",
-                 "best #%.0f: %.3fx, score %.4g", bid,
-                 num(bestp, "speedup", 0), num(bestp, "score", 0));
-      else
-        svg_text(&s, x + 10, 13, "start", "legend", "best #%.0f: score %.4g",
-                 bid, num(bestp, "score", 0));
+    double x = num(pt, "id", 0), y = num(pt, "score", NAN);
+    p->xmin = fmin(p->xmin, x);
+    p->xmax = fmax(p->xmax, x);
+    if (isfinite(y)) {
+      p->ymin = have ? fmin(p->ymin, y) : y;
+      p->ymax = have ? fmax(p->ymax, y) : y;
+      have = 1;
     }
   }
+  if (!have)
+    p->ymin = 0, p->ymax = 1;
+  p->ymin = fmin(p->ymin, 0);
+}
+
+int charts_scores(const json_t *points, const json_t *bestp,
+                  const char *best_label, struct buf *out, struct err *e)
+{
+  struct svg s;
+  struct svg_plot p = {70, 44, 620, 236, 0, 0, 0, 0};
+  struct legend_item it[65];
+  double best[64], extra;
+  size_t k, n = json_array_size(points);
+  const json_t *pt;
+  int nit, rows, nfail = 0;
+
+  if (n == 0)
+    return note(out, "No candidate has been evaluated yet.");
+  score_frame(&p, points);
+  /* the legend is laid out first: the plot moves down by its extra rows
+   * (a legend wider than the figure wraps instead of being cut) */
+  island_best(points, best);
+  nit = legend_items(best, bestp, best_label, it);
+  rows = legend_layout(it, nit, p.px + 10, 720 - 10);
+  extra = (rows - 1) * LEGEND_ROW;
+  p.py += extra;
+  svg_begin(&s, SVG_CAP, 720, 340 + extra, "score over candidates per island");
+  svg_axes(&s, &p, "candidate id", "score (higher is better)");
+  json_array_foreach(points, k, pt) nfail += !isfinite(num(pt, "score", NAN));
+  if (nfail) /* the lane of failed candidates only when there is one */
+    svg_text(&s, p.px - 6, p.py + p.ph + 48, "end", "tick", "failed");
+  if (island_lines(&s, &p, points)) {
+    svg_release(&s);
+    return err_set(e, ERR_NOMEM, "out of memory");
+  }
+  score_points(&s, &p, points);
+  /* the run's best (the summary's: runs.best_program_id, which the noise
+   * rule and the confirmation chose, not necessarily the highest mark) */
+  if (bestp && isfinite(num(bestp, "score", NAN))) {
+    double bid = num(bestp, "id", 0);
+    json_array_foreach(points, k, pt)
+    {
+      if (num(pt, "id", 0) == bid)
+        svg_circle(&s, svg_plot_x(&p, bid),
+                   svg_plot_y(&p, num(bestp, "score", 0)), 7, "none",
+                   "best-ring", NULL, NULL);
+    }
+  }
+  legend_draw(&s, it, nit);
   return emit(&s, out, e);
 }
 
@@ -247,12 +365,13 @@ int charts_lineage(const json_t *programs, struct buf *out, struct err *e)
     if (col > maxrow)
       maxrow = col;
   }
-  svg_begin(&s, SVG_CAP, fmax(100 + maxrow * 26, 560), 80 + rows * 60,
-            "lineage tree");
+  /* as wide as its legend too: a figure never cuts its own words */
+  svg_begin(&s, SVG_CAP,
+            fmax(fmax(100 + maxrow * 26, 560),
+                 20 + svg_text_width(LINEAGE_LEGEND, 11)),
+            80 + rows * 60, "lineage tree");
   /* what the marks mean, and a label per generation row */
-  svg_text(&s, 10, 14, "start", "legend",
-           "a node per candidate (its id below it), coloured by island; a row "
-           "per generation; grey: parent, red dashed: second parent (cross)");
+  svg_text(&s, 10, 14, "start", "legend", "%s", LINEAGE_LEGEND);
   for (i = 0; i < n; i++)
     if (i == 0 || v[i].gen != v[i - 1].gen)
       svg_text(&s, 10, v[i].y + 4, "start", "label", "gen %d", v[i].gen);

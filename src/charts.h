@@ -17,9 +17,13 @@
  * below the axis; migrate copies (not candidates) are hollow marks of class
  * "pt migrate", left out of the lines.  best (the run's best program,
  * rundb_program(), or NULL) is ringed and named in the legend with its id,
- * speedup and score, as `cuco evolve`'s summary names it.  points:
- * rundb_plot()'s "points".  Each mark has class "pt". */
-int charts_scores(const json_t *points, const json_t *best, struct buf *out,
+ * best_label (headline_short(): the confirmed speedup, or the search's
+ * labelled unconfirmed; NULL: none) and score, as `cuco evolve`'s summary
+ * names it.  A legend wider than the figure wraps onto more rows (the plot
+ * moves down).  points: rundb_plot()'s "points".  Each mark has class
+ * "pt". */
+int charts_scores(const json_t *points, const json_t *best,
+                  const char *best_label, struct buf *out,
                   struct err *e) WARN_UNUSED;
 
 /* The lineage tree of programs (rundb_programs()), one row per generation,

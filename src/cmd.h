@@ -18,11 +18,16 @@ struct cmd_ctx {
   const struct cmd *self;  /* the command being run */
 };
 
+struct cliopt;
 struct cmd {
   const char *name;
   int (*fn)(struct cmd_ctx *ctx, int argc, char **argv);
   const char *summary;
   const char *usage; /* full help text printed by `cuco CMD --help` */
+  /* every option of the command, for the front door (cliopt.h) that
+   * checks names and converts values before fn's own parser runs */
+  const struct cliopt *opts;
+  int cliopt_flags; /* CLIOPT_STOP: options end at the first argument */
 };
 
 int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv);

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "suggest.h"
+
 struct config {
   struct config_entry *v;
   size_t n, cap;
@@ -421,4 +423,131 @@ int config_is_ident(const char *s)
     if (!isalnum((unsigned char)*s) && *s != '_')
       return 0;
   return 1;
+}
+
+/* ---- schema check ---- */
+
+#define SCHEMA_MAX 64 /* sections of a schema, keys of a section */
+
+static int section_is(const struct config_section *sec, const char *name)
+{
+  size_t l = strlen(sec->name);
+
+  if (l && sec->name[l - 1] == '.')
+    return !strncmp(name, sec->name, l) && name[l];
+  return !strcmp(name, sec->name);
+}
+
+static const struct config_section *
+schema_find(const struct config_section *schema, size_t n, const char *name)
+{
+  size_t i;
+
+  for (i = 0; i < n; i++)
+    if (section_is(&schema[i], name))
+      return &schema[i];
+  return NULL;
+}
+
+static int has_key(const struct config_section *sec, const char *key)
+{
+  const char *const *k;
+
+  for (k = sec->keys; k && *k; k++)
+    if (!strcmp(*k, key))
+      return 1;
+  return !sec->keys;
+}
+
+/* The section names as a user writes them: "model." shows as "model.NAME"
+ * and, for a suggestion, takes the suffix of what the user wrote. */
+static size_t section_names(const struct config_section *schema, size_t n,
+                            const char *wrote, char (*buf)[80],
+                            const char **names)
+{
+  size_t i, k = 0;
+
+  for (i = 0; i < n && k < SCHEMA_MAX; i++) {
+    size_t l = strlen(schema[i].name);
+    const char *dot = wrote ? strchr(wrote, '.') : NULL;
+    if (l && schema[i].name[l - 1] == '.')
+      snprintf(buf[k], sizeof(buf[k]), "%s%s", schema[i].name,
+               dot && dot[1] ? dot + 1 : "NAME");
+    else
+      snprintf(buf[k], sizeof(buf[k]), "%s", schema[i].name);
+    names[k] = buf[k];
+    k++;
+  }
+  return k;
+}
+
+static int unknown_section(const struct config_entry *en,
+                           const struct config_section *schema, size_t n,
+                           struct err *e)
+{
+  char buf[SCHEMA_MAX][80];
+  const char *names[SCHEMA_MAX], *near;
+  char list[160];
+  size_t k;
+
+  if (!*en->section)
+    return err_set(e, ERR_CONFIG, "%s: key '%s' comes before any [section]",
+                   en->origin, en->key);
+  k = section_names(schema, n, en->section, buf, names);
+  near = suggest_nearest(en->section, names, k);
+  if (near)
+    return err_set(e, ERR_CONFIG,
+                   "%s: unknown section [%s] (did you mean [%s]?)", en->origin,
+                   en->section, near);
+  k = section_names(schema, n, NULL, buf, names);
+  suggest_list(list, sizeof(list), names, k);
+  return err_set(e, ERR_CONFIG, "%s: unknown section [%s] (valid: %s)",
+                 en->origin, en->section, list);
+}
+
+static int unknown_key(const struct config_entry *en,
+                       const struct config_section *sec,
+                       const struct config_section *schema, size_t n,
+                       struct err *e)
+{
+  const char *near;
+  char list[160];
+  size_t i, k = 0;
+
+  while (k < SCHEMA_MAX && sec->keys[k])
+    k++;
+  near = suggest_nearest(en->key, sec->keys, k);
+  if (near)
+    return err_set(e, ERR_CONFIG,
+                   "%s: unknown key '%s' in [%s] (did you mean '%s'?)",
+                   en->origin, en->key, en->section, near);
+  for (i = 0; i < n; i++)
+    if (&schema[i] != sec && schema[i].keys && has_key(&schema[i], en->key))
+      return err_set(e, ERR_CONFIG,
+                     "%s: unknown key '%s' in [%s] (it is a key of [%s%s])",
+                     en->origin, en->key, en->section, schema[i].name,
+                     schema[i].name[strlen(schema[i].name) - 1] == '.' ? "NAME"
+                                                                       : "");
+  suggest_list(list, sizeof(list), sec->keys, k);
+  return err_set(e, ERR_CONFIG, "%s: unknown key '%s' in [%s] (valid: %s)",
+                 en->origin, en->key, en->section, list);
+}
+
+int config_check(const struct config *c, const struct config_section *schema,
+                 size_t n, struct err *e)
+{
+  size_t i;
+
+  for (i = 0; c && i < c->n; i++) {
+    const struct config_entry *en = &c->v[i];
+    const struct config_section *sec;
+    if (!strncmp(en->origin, "env ", 4) || !strcmp(en->origin, "set"))
+      continue;
+    sec = schema_find(schema, n, en->section);
+    if (!sec)
+      return unknown_section(en, schema, n, e);
+    if (!has_key(sec, en->key))
+      return unknown_key(en, sec, schema, n, e);
+  }
+  return 0;
 }

@@ -36,6 +36,22 @@ int config_load(struct config *c, const char *path, struct err *e) WARN_UNUSED;
 int config_load_string(struct config *c, const char *name, const char *text,
                        struct err *e) WARN_UNUSED;
 
+/* A section of a schema for config_check: NAME, or a prefix ending in '.'
+ * ("model." takes [model.NAME]); KEYS, NULL-terminated, or NULL for a
+ * section whose keys are free (a workload's [sizes]). */
+struct config_section {
+  const char *name;
+  const char *const *keys;
+};
+
+/* Check every entry of c that came from a file against SCHEMA[0..n):
+ * ERR_CONFIG naming the file and line, the unknown key or section and the
+ * nearest valid name ("cuco.ini:3: unknown key 'modle' in [llm] (did you
+ * mean 'model'?)"), else where the key belongs or the valid names.
+ * Entries from the environment are not checked. */
+int config_check(const struct config *c, const struct config_section *schema,
+                 size_t n, struct err *e) WARN_UNUSED;
+
 /* Set one value (copied). origin may be NULL ("set"). */
 int config_set(struct config *c, const char *section, const char *key,
                const char *value, const char *origin) WARN_UNUSED;

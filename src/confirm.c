@@ -1,5 +1,6 @@
 /* confirm.c - interleaved re-measurement of the best (confirm.h). */
 #include "confirm.h"
+#include "meta.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include "buf.h"
 #include "eval.h"
 #include "log.h"
+#include "rundb.h"
 #include "search_impl.h"
 
 #define MAXP      8 /* incumbent + contenders + seed */
@@ -201,7 +203,10 @@ int confirm_best(struct evolve *s, struct err *e)
     for (r = done; r < rounds; r++) {
       for (i = 0; i < np; i++) {
         int j = (i + r) % np; /* rotate the order: no one always first */
-        if ((rc = measure(s, p[j], r, &ms[j][r], e)))
+        rc = measure(s, p[j], r, &ms[j][r], e);
+        if (search_interrupted)
+          break; /* a run cut short is no error: said below */
+        if (rc)
           goto out;
       }
       if (search_interrupted)
@@ -224,6 +229,15 @@ int confirm_best(struct evolve *s, struct err *e)
       continue;
     }
     break;
+  }
+  if (search_interrupted) {
+    /* cut short: no verdict from part of the rounds */
+    buf_printf(&out,
+               "confirmation interrupted after %d of %d rounds: "
+               "--resume confirms the best again\n",
+               done, rounds);
+    rc = 0;
+    goto out;
   }
   if (seed_ix >= 0 && seed_spread > thr)
     buf_printf(&out,
@@ -270,19 +284,22 @@ int confirm_best(struct evolve *s, struct err *e)
     if (n < 2)
       continue;
     ratio = confirm_interval(lr, n, &lo, &hi);
-    buf_printf(&out, "best #%lld beats #%lld by %.1f%% [%.1f, %.1f]%s\n",
-               (long long)best->p.id, (long long)p[i]->p.id, 100 * (ratio - 1),
-               100 * (lo - 1), 100 * (hi - 1),
-               lo <= 1 ? " (not beyond the noise)" : "");
+    {
+      char m[200]; /* "faster"/"slower", never a negative gain */
+      buf_printf(&out, "%s\n",
+                 meta_margin_text(m, sizeof(m), (long long)best->p.id,
+                                  (long long)p[i]->p.id, ratio, lo, hi));
+    }
     break;
   }
-  /* against the bar (its run-start median) and the seed (paired) */
+  /* against the bar (its run-start median), when the workload has one,
+   * and the seed (paired) */
   {
     int n = 0;
     for (r = 0; r < done; r++)
       if (ms[k][r] > 0)
         lr[n++] = log(s->baseline_ms / ms[k][r]);
-    if (n && s->baseline_ms > 0) {
+    if (n && s->baseline_ms > 0 && s->run.baseline_json) {
       ratio = confirm_interval(lr, n, &lo, &hi);
       buf_printf(&out,
                  "confirmed best #%lld: %.3gx the bar, 95%% CI [%.3g, %.3g] "
@@ -301,8 +318,18 @@ int confirm_best(struct evolve *s, struct err *e)
         lr[n++] = log(ms[seed_ix][r] / ms[k][r]);
     if (n) {
       ratio = confirm_interval(lr, n, &lo, &hi);
-      buf_printf(&out, "best #%lld vs the seed: %.3gx, 95%% CI [%.3g, %.3g]\n",
-                 (long long)best->p.id, ratio, lo, hi);
+      if (s->run.baseline_json)
+        buf_printf(&out,
+                   "best #%lld vs the seed: %.3gx, 95%% CI [%.3g, %.3g]\n",
+                   (long long)best->p.id, ratio, lo, hi);
+      else /* no bar: the seed is what speedups are against */
+        buf_printf(&out,
+                   "confirmed best #%lld: %.3gx the seed, 95%% CI [%.3g, "
+                   "%.3g] (%d rounds%s)\n",
+                   (long long)best->p.id, ratio, lo, hi, n,
+                   adopt > 0 ? "; adopted: faster than the former best "
+                               "beyond the noise"
+                             : "");
       if ((rc = store(s, best->p.id, s->seed_id, "seed", n, ratio, lo, hi,
                       "best", ms[k], ms[seed_ix], e)))
         goto out;
@@ -323,4 +350,22 @@ out:
   }
   buf_release(&out);
   return rc;
+}
+
+void confirm_headline(struct evolve *s)
+{
+  char path[1200];
+  struct rundb *db;
+  struct err e = {0, ""};
+  json_t *run;
+
+  snprintf(path, sizeof(path), "%s/run.db", s->o.out_dir);
+  db = rundb_open(path, &e);
+  run = db ? rundb_run(db, &e) : NULL;
+  if (run)
+    headline_parse(json_object_get(run, "headline"), &s->headline);
+  else
+    log_warn("evolve: %s: the headline: %s", path, e.msg);
+  json_decref(run);
+  rundb_close(db);
 }

@@ -26,6 +26,12 @@ struct evolve;
  * database); a candidate failing its re-run is a verdict, not an error. */
 int confirm_best(struct evolve *s, struct err *e) WARN_UNUSED;
 
+/* The run's headline (headline.h) into s->headline, read back from the
+ * database as `cuco report` and `cuco serve` read it, so that the summary
+ * and best.EXT say what they say.  A database that cannot be read is
+ * warned about and leaves it unconfirmed.  No worker running. */
+void confirm_headline(struct evolve *s);
+
 /* 95% interval of exp(mean of x[0..n)) by Student's t (n >= 2; for n < 2
  * lo = hi = the ratio).  Returns exp(mean). */
 double confirm_interval(const double *x, int n, double *lo, double *hi);

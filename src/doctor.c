@@ -202,17 +202,42 @@ static json_t *probe_llm(const struct config *cfg)
   return o;
 }
 
-/* Which isolation candidate children get, and why (sandbox.h). */
+/* Which isolation candidate children get, and why (sandbox.h), with the
+ * limits cuco-confine sets and what each executor gets; issue 47. */
 static json_t *probe_sandbox(void)
 {
   struct sandbox_state s;
+  int bw;
+  json_t *lim, *ex;
 
   sandbox_state(&s);
-  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:b}", "mode",
-                   sandbox_mode_name(s.mode), "active",
+  bw = s.kind == SANDBOX_KIND_BWRAP;
+  lim = json_pack(
+      "{s:I, s:I, s:I, s:I, s:s}", "memory_bytes", (json_int_t)s.limits.memory,
+      "file_size_bytes", (json_int_t)s.limits.file_size, "tmp_size_bytes",
+      (json_int_t)s.limits.tmp_size, "processes_extra",
+      (json_int_t)s.limits.processes, "processes_enforced",
+      !bw ? "no (no sandbox)"
+      : geteuid() == 0
+          ? "no: cuco runs as root, and RLIMIT_NPROC never applies to uid 0; "
+            "the deadline and the tree kill bound them"
+          : "yes (RLIMIT_NPROC)");
+  ex = json_pack(
+      "{s:s, s:s, s:s}", "local",
+      bw ? "bwrap + cuco-confine around every compile and run"
+         : "none: candidates are refused unless [sandbox] mode = none",
+      "mpirun",
+      bw ? "runtime workloads: each rank's judge starts its worker under the "
+           "same bwrap command (bwrap and cuco-confine at the same paths on "
+           "every node); freeform programs: not confined"
+         : "none",
+      "srun", bw ? "as mpirun" : "none");
+  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:o, s:o}",
+                   "mode", sandbox_mode_name(s.mode), "active",
                    sandbox_kind_name(s.kind), "bwrap", s.bwrap, "version",
-                   s.version, "why", s.why, "subreaper", 1, "secrets_redacted",
-                   redact_count() > 0);
+                   s.version, "confine", s.confine, "why", s.why, "subreaper",
+                   1, "secrets_redacted", redact_count() > 0, "limits", lim,
+                   "executors", ex);
 }
 
 json_t *doctor_describe(const struct config *cfg, const struct toolchain *tc,
@@ -346,6 +371,24 @@ static void print_text(json_t *d)
                                        : "REFUSED: candidates will not run",
            json_string_value(json_object_get(s, "mode")),
            json_string_value(json_object_get(s, "why")));
+    if (!strcmp(act, "bwrap")) {
+      json_t *lim = json_object_get(s, "limits");
+      printf("        limits: memory %lld MiB, file %lld MiB, /tmp and "
+             "/dev/shm %lld MiB each, processes: %s\n",
+             (long long)json_integer_value(
+                 json_object_get(lim, "memory_bytes")) >>
+                 20,
+             (long long)json_integer_value(
+                 json_object_get(lim, "file_size_bytes")) >>
+                 20,
+             (long long)json_integer_value(
+                 json_object_get(lim, "tmp_size_bytes")) >>
+                 20,
+             json_string_value(json_object_get(lim, "processes_enforced")));
+      printf("        mpirun/srun: %s\n",
+             json_string_value(
+                 json_object_get(json_object_get(s, "executors"), "mpirun")));
+    }
   }
   /* docs/contracts.md 4f: what evaluations of runtime workloads use */
   printf(
@@ -367,10 +410,12 @@ static void print_text(json_t *d)
 
 int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
 {
-  static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                       {"llm", no_argument, NULL, 'l'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {
+      {"json", no_argument, NULL, 'j'},
+      {"output", required_argument, NULL, 'o'},
+      {"llm", no_argument, NULL, 'l'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
   const char *outpath = NULL;
   int as_json = 0, check_llm = 0, opt, rc = CMD_OK, nfail = 0;
   struct err e = {0, ""};
@@ -446,8 +491,7 @@ int cmd_doctor(struct cmd_ctx *ctx, int argc, char **argv)
   if (!strcmp(json_string_value(
                   json_object_get(json_object_get(d, "sandbox"), "active")),
               "refused")) {
-    log_error("doctor: [sandbox] mode is bwrap, but %s: candidates will not "
-              "run",
+    log_error("doctor: no sandbox: %s: candidates will not run",
               json_string_value(
                   json_object_get(json_object_get(d, "sandbox"), "why")));
     rc = CMD_FAIL;

@@ -458,6 +458,11 @@ int cmd_eval(struct cmd_ctx *ctx, int argc, char **argv)
     rc = t.failures ? CMD_FAIL : CMD_OK;
     goto out;
   }
+  if (!cand && (!impl || impl_index(w, impl) == -1 || !strcmp(impl, "all")) &&
+      workload_check_seed(w, &e)) {
+    fprintf(stderr, "cuco eval: %s\n", e.msg);
+    goto out;
+  }
   if (cand) {
     const char *base = strrchr(cand, '/') ? strrchr(cand, '/') + 1 : cand;
     failed = eval_one(&o, &c, cand, base, 1, outdir, all, &e);

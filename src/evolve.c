@@ -21,6 +21,7 @@
 #include "llm.h"
 #include "log.h"
 #include "confirm.h"
+#include "proc.h"
 #include "search_impl.h"
 
 #define CODE_MAX (2u * 1024u * 1024u)
@@ -209,8 +210,9 @@ static int run_baseline(struct evolve *s, struct err *e)
       names[n++] = s->wl.bar[i];
   }
   for (i = 0; i < n; i++)
-    if ((rc = measure_baseline(s, names[i], &metrics[i], e)))
-      goto out;
+    if ((rc = measure_baseline(s, names[i], &metrics[i], e)) ||
+        search_interrupted)
+      goto out; /* interrupted: no bar yet, --resume measures it */
   out = bar_build(names, (const json_t *const *)metrics, n,
                   (const char(*)[128])s->wl.bar, s->wl.nbar);
   if (!out) {
@@ -267,6 +269,12 @@ static char *config_json(const struct evolve *s)
                 s->nslots, "migrate_every", s->o.migrate_every, "meta_every",
                 s->o.meta_every, "novelty", s->o.novelty, "explore_fraction",
                 s->o.explore_fraction, "llm", s->use_llm);
+  /* what --resume keeps besides (evolve_resume.c) */
+  if (j)
+    json_object_update_new(
+        j, json_pack("{s:s, s:s?, s:f}", "sizes", s->o.sizes ? s->o.sizes : "",
+                     "llm_name", s->o.llm, "budget_usd",
+                     s->o.budget_usd > 0 ? s->o.budget_usd : 0.0));
   char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
   json_decref(j);
@@ -302,10 +310,13 @@ static int start_seed(struct evolve *s, struct err *e)
     if (!m)
       return err_set(e, ERR_NOMEM, "out of memory");
   }
-  if (!strcmp(m->p.status, "pending") || !strcmp(m->p.status, "running")) {
+  if (!strcmp(m->p.status, "pending") || !strcmp(m->p.status, "running") ||
+      !strcmp(m->p.status, "interrupted")) {
     if (search_evaluate(s, s->seed_id, 0, e))
       return e->code;
   }
+  if (search_interrupted)
+    return 0; /* no verdict on the seed: --resume evaluates it */
   if (strcmp(m->p.status, "ok"))
     return err_set(e, ERR_VERIFY, "the seed %s did not pass (%s at %s): %s",
                    s->wl.seed, m->p.status, m->p.stage ? m->p.stage : "?",
@@ -324,28 +335,33 @@ static int start_seed(struct evolve *s, struct err *e)
   return 0;
 }
 
+/* The resumed run is running again; overridden settings become the
+ * run's (a later --resume keeps them). */
+static int resume_record(struct evolve *s, struct err *e)
+{
+  char *cj;
+  int rc = 0;
+
+  if (s->resume_overrides) {
+    cj = config_json(s);
+    rc = cj ? db_run_set_text(s->db, s->run.id, "config_json", cj, e)
+            : err_set(e, ERR_NOMEM, "out of memory");
+    free(cj);
+  }
+  return rc ? rc : db_run_set_status(s->db, s->run.id, "running", 0, e);
+}
+
 /* Load an existing run (resume): members, island counters, queue. */
 static int load_run(struct evolve *s, struct err *e)
 {
   struct db_program *arr = NULL;
   size_t n, i;
-  json_t *cfg;
+  int gen = 0;
 
-  if (db_run_latest(s->db, &s->run, e))
-    return err_wrap(e, "--resume %s", s->o.out_dir);
   if (strcmp(s->run.workload, s->wl.name))
     return err_set(e, ERR_USAGE,
                    "--resume: %s holds a run of workload '%s', not '%s'",
                    s->o.out_dir, s->run.workload, s->wl.name);
-  cfg = s->run.config_json ? json_loads(s->run.config_json, 0, NULL) : NULL;
-  if (cfg) {
-    int isl = (int)json_integer_value(json_object_get(cfg, "islands"));
-    if (isl > 0 && isl != s->o.islands) {
-      log_info("evolve: resuming with the run's %d islands", isl);
-      s->o.islands = isl;
-    }
-    json_decref(cfg);
-  }
   s->seed_id = s->run.seed_program_id;
   s->baseline_ms = baseline_mean(s->run.baseline_json);
   if (db_programs_load(s->db, s->run.id, NULL, 1, &arr, &n, e))
@@ -359,7 +375,8 @@ static int load_run(struct evolve *s, struct err *e)
     struct db_program *p = &arr[i];
     int k = p->island;
     int unfinished = p->status && (!strcmp(p->status, "pending") ||
-                                   !strcmp(p->status, "running"));
+                                   !strcmp(p->status, "running") ||
+                                   !strcmp(p->status, "interrupted"));
     if (k >= 0 && k < EVOLVE_MAX_ISLANDS && p->id != s->seed_id) {
       if (p->generation > s->isl[k].issued)
         s->isl[k].issued = p->generation;
@@ -380,6 +397,8 @@ static int load_run(struct evolve *s, struct err *e)
   for (i = 0; i < EVOLVE_MAX_ISLANDS; i++) {
     s->isl[i].done = s->isl[i].issued;
     s->seq_pos += s->isl[i].issued;
+    if (s->isl[i].issued > gen)
+      gen = s->isl[i].issued;
   }
   for (i = 0; i < s->nqueue; i++) {
     struct member *m = search_find(s, s->queue[i]);
@@ -388,9 +407,13 @@ static int load_run(struct evolve *s, struct err *e)
   }
   search_rebuild(s);
   llm_pool_set_spent(s->pool, s->run.spent_usd);
-  printf("resuming run %lld: %zu programs, %zu to evaluate again\n",
-         (long long)s->run.id, s->nm, s->nqueue);
-  return db_run_set_status(s->db, s->run.id, "running", 0, e);
+  printf("resuming run %lld: generation %d of %d, settings as recorded%s; "
+         "%zu programs, %zu to evaluate again\n",
+         (long long)s->run.id, gen,
+         s->recorded_generations > 0 ? s->recorded_generations
+                                     : s->o.generations,
+         s->resume_note, s->nm, s->nqueue);
+  return resume_record(s, e);
 }
 
 static void fmt_duration(double s, char *out, size_t n)
@@ -427,6 +450,42 @@ static void summary_bar(const struct evolve *s)
   json_decref(b);
 }
 
+/* "speedup: best #12: 14.6x the bar, 95% CI [...], confirmed over 3
+ * rounds": the run's one figure, first. */
+static void summary_headline(const struct evolve *s, const struct member *best)
+{
+  struct headline h;
+  char t[256];
+
+  if (!best)
+    return;
+  search_headline(s, best, &h);
+  printf("speedup: best #%lld: %s\n", (long long)best->p.id,
+         headline_text(&h, t, sizeof(t)));
+}
+
+/* The best row: its speedup is the headline's (confirmed, with its
+ * interval, or labelled unconfirmed). */
+static void summary_best(const struct evolve *s, const struct member *best,
+                         const char *where)
+{
+  struct headline h;
+  char how[96];
+
+  search_headline(s, best, &h);
+  if (h.confirmed)
+    snprintf(how, sizeof(how), "confirmed, 95%% CI [%.3g, %.3g]", h.lo, h.hi);
+  else
+    snprintf(how, sizeof(how), "unconfirmed");
+  printf("%-9s %12.4g %12.3g %8.3fx  #%lld (island %d, generation %d, %s; "
+         "%s) -> %s\n",
+         "best", best->p.median_ms,
+         best->p.noise_ms > 0 ? best->p.noise_ms : 0,
+         h.speedup > 0 ? h.speedup : 0, (long long)best->p.id, best->p.island,
+         best->p.generation, best->p.edit_kind ? best->p.edit_kind : "?", how,
+         where);
+}
+
 /* The final table: bar, seed, best; where the best code is. */
 static void summary(struct evolve *s)
 {
@@ -436,7 +495,8 @@ static void summary(struct evolve *s)
   const json_t *g = s->machine ? json_object_get(s->machine, "gpus") : NULL;
   const json_t *g0 = g ? json_array_get(json_object_get(g, "list"), 0) : NULL;
   int ok = 0, failed = 0, rejected = 0, pending = 0, n = 0, copies = 0;
-  char copied[96] = "";
+  int interrupted = 0;
+  char copied[96] = "", stopped[48] = "";
   size_t i;
 
   for (i = 0; i < s->nm; i++) {
@@ -454,6 +514,8 @@ static void summary(struct evolve *s)
       rejected++;
     else if (!strcmp(p->status, "failed"))
       failed++;
+    else if (!strcmp(p->status, "interrupted"))
+      interrupted++;
     else
       pending++;
   }
@@ -479,6 +541,7 @@ static void summary(struct evolve *s)
   snprintf(where, sizeof(where), "%s/best%s", s->o.out_dir, s->ext);
   printf("\n== cuco evolve %s: %s ==\n", s->wl.name,
          s->stop_reason[0] ? s->stop_reason : "done");
+  summary_headline(s, best);
   printf("machine: %s; ranks %d%s\n", gpu, s->o.ranks ? s->o.ranks : 1,
          s->o.vranks ? " (virtual ranks: protocol test, not performance)"
                      : "");
@@ -486,32 +549,29 @@ static void summary(struct evolve *s)
          "program");
   if (s->wl.nbaselines && s->run.baseline_json)
     summary_bar(s);
-  else
-    printf("%-9s %12s %12s %9s  %s\n", "bar", "-", "-", "-",
-           s->wl.nbaselines ? "failed: speedups are vs the seed"
-                            : "none: speedups are vs the seed");
   if (seed && seed->p.median_ms > 0)
     printf("%-9s %12.4g %12.3g %8.3fx  #%lld %s\n", "seed", seed->p.median_ms,
            seed->p.noise_ms > 0 ? seed->p.noise_ms : 0,
            seed->p.speedup > 0 ? seed->p.speedup : 0, (long long)seed->p.id,
            s->wl.seed);
   if (best && best->p.median_ms > 0)
-    printf("%-9s %12.4g %12.3g %8.3fx  #%lld (island %d, generation %d, "
-           "%s) -> %s\n",
-           "best", best->p.median_ms,
-           best->p.noise_ms > 0 ? best->p.noise_ms : 0,
-           best->p.speedup > 0 ? best->p.speedup : 0, (long long)best->p.id,
-           best->p.island, best->p.generation,
-           best->p.edit_kind ? best->p.edit_kind : "?", where);
+    summary_best(s, best, where);
+  if (!s->run.baseline_json)
+    printf("speedups are against the seed: %s\n",
+           s->wl.nbaselines ? "no baseline passed"
+                            : "the workload has no baseline");
   if (best && best->p.directives_json)
     printf("best directives: %s\n", best->p.directives_json);
   if (copies)
     snprintf(copied, sizeof(copied), " + %d migrate cop%s (not evaluated)",
              copies, copies == 1 ? "y" : "ies");
+  if (interrupted)
+    snprintf(stopped, sizeof(stopped), ", %d interrupted", interrupted);
   printf("candidates: %d (%d correct, %d failed, %d rejected before "
-         "evaluation%s)%s; LLM: %s, $%.4f; wall %s\n",
-         n, ok, failed, rejected, pending ? ", some unfinished" : "", copied,
-         s->use_llm ? "yes" : "none (offline tuner)", s->run.spent_usd, wall);
+         "evaluation%s%s)%s; LLM: %s, $%.4f; wall %s\n",
+         n, ok, failed, rejected, stopped, pending ? ", some unfinished" : "",
+         copied, s->use_llm ? "yes" : "none (offline tuner)", s->run.spent_usd,
+         wall);
   if (s->confirm_text)
     fputs(s->confirm_text, stdout);
   if (s->noise_text)
@@ -527,8 +587,9 @@ static void summary(struct evolve *s)
 
 static void on_signal(int sig)
 {
-  (void)sig;
-  search_interrupted = 1;
+  if (!search_stop_signal)
+    search_stop_signal = sig;
+  search_interrupted = 1; /* proc.c stops every child (proc_stop_on) */
 }
 
 /* --launcher / [launch], and for the Slurm executor: srun steps, one slot
@@ -585,7 +646,8 @@ static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
   const char *dot;
   int ngpu, per, k;
 
-  if (workload_load(s->o.workload_dir, &s->wl, e))
+  if (workload_load(s->o.workload_dir, &s->wl, e) ||
+      workload_check_seed(&s->wl, e))
     return e->code;
   if (s->o.ranks && !workload_allows_ranks(&s->wl, s->o.ranks))
     return err_set(e, ERR_USAGE, "--ranks %d: %s allows other rank counts",
@@ -682,49 +744,68 @@ static int run_complete(const struct evolve *s)
   return 1;
 }
 
-static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
+/* --resume: DIR/run.db holds the run; it and its recorded settings are
+ * read before prepare() acts on the settings. */
+static int resume_open(struct evolve *s, struct err *e)
 {
   char path[1200];
   struct stat st;
-  int rc, exists;
 
-  if ((rc = prepare(s, ctx, e)))
-    return rc;
-  if ((rc = file_mkdirs(s->o.out_dir, e)))
-    return rc;
   snprintf(path, sizeof(path), "%s/run.db", s->o.out_dir);
-  exists = stat(path, &st) == 0;
-  if (exists && !s->o.resume)
+  if (stat(path, &st))
+    return err_set(e, ERR_USAGE, "--resume: no run database at %s", path);
+  if (db_open(path, 0, &s->db, e))
+    return e->code;
+  if (db_run_latest(s->db, &s->run, e))
+    return err_wrap(e, "--resume %s", s->o.out_dir);
+  return evolve_recorded(s, e);
+}
+
+/* A new run in DIR/run.db, which must not hold one. */
+static int create_run(struct evolve *s, struct err *e)
+{
+  char path[1200], *cj, *mj;
+  const struct llm_model *m0 = llm_pool_model(s->pool, 0);
+  struct stat st;
+
+  if (file_mkdirs(s->o.out_dir, e))
+    return e->code;
+  snprintf(path, sizeof(path), "%s/run.db", s->o.out_dir);
+  if (stat(path, &st) == 0)
     return err_set(e, ERR_USAGE,
                    "%s already holds a run: add --resume to continue it, or "
                    "choose another --out",
                    path);
-  if (!exists && s->o.resume)
-    return err_set(e, ERR_USAGE, "--resume: no run database at %s", path);
-  if ((rc = db_open(path, 0, &s->db, e)))
+  if (db_open(path, 0, &s->db, e))
+    return e->code;
+  cj = config_json(s);
+  mj = s->machine ? json_dumps(s->machine, JSON_COMPACT) : NULL;
+  s->run.workload = strdup(s->wl.name);
+  s->run.workload_dir = strdup(s->wl.dir);
+  s->run.config_json = cj;
+  s->run.machine_json = mj;
+  s->run.llm = strdup(!s->use_llm ? "none"
+                      : s->model  ? s->model->model
+                      : m0        ? m0->model
+                                  : "none");
+  s->run.budget_usd = s->o.budget_usd > 0 ? s->o.budget_usd : -1;
+  return db_run_create(s->db, &s->run, e);
+}
+
+static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
+{
+  int rc, failed;
+
+  if (s->o.resume && (rc = resume_open(s, e)))
+    return rc;
+  if ((rc = prepare(s, ctx, e)))
     return rc;
   s->t0 = db_now();
   if (s->o.time_limit_s > 0)
     s->deadline = s->t0 + s->o.time_limit_s;
-  if (s->o.resume) {
-    if ((rc = load_run(s, e)))
-      return rc;
-  } else {
-    char *cj = config_json(s),
-         *mj = s->machine ? json_dumps(s->machine, JSON_COMPACT) : NULL;
-    const struct llm_model *m0 = llm_pool_model(s->pool, 0);
-    s->run.workload = strdup(s->wl.name);
-    s->run.workload_dir = strdup(s->wl.dir);
-    s->run.config_json = cj;
-    s->run.machine_json = mj;
-    s->run.llm = strdup(!s->use_llm ? "none"
-                        : s->model  ? s->model->model
-                        : m0        ? m0->model
-                                    : "none");
-    s->run.budget_usd = s->o.budget_usd > 0 ? s->o.budget_usd : -1;
-    if ((rc = db_run_create(s->db, &s->run, e)))
-      return rc;
-  }
+  if ((rc = s->o.resume ? load_run(s, e) : create_run(s, e)))
+    return rc;
+  s->session_started = 1;
   select_rng_seed(&s->rng, (uint64_t)s->o.seed * 1000003u + s->nm);
   s->total = s->o.islands * s->o.generations + 1; /* + the seed */
   {
@@ -745,6 +826,7 @@ static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
     s->already_done = 1;
     snprintf(s->stop_reason, sizeof(s->stop_reason),
              "already finished, nothing to resume");
+    confirm_headline(s);
     summary(s);
     return 0;
   }
@@ -754,17 +836,26 @@ static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
     return rc;
   search_write_best(s);
   rc = search_run(s, e);
-  /* an LLM run in which no call got an answer is not "done" */
-  if (!rc && s->use_llm && s->llm_calls > 0 && s->llm_ok == 0) {
+  /* an LLM run in which no call got an answer, or that the LLM's settings
+   * stopped (no key, a refused key), is not "done" */
+  failed = !rc && s->use_llm &&
+           ((s->llm_calls > 0 && s->llm_ok == 0) || s->llm_unusable[0]);
+  if (failed && s->llm_calls > 0 && s->llm_ok == 0) {
     snprintf(s->stop_reason, sizeof(s->stop_reason),
              "failed: none of %d LLM calls succeeded", s->llm_calls);
     rc = err_set(e, ERR_LLM,
                  "none of the %d LLM calls succeeded (last: %.110s); check "
                  "the model settings with 'cuco doctor --llm'",
                  s->llm_calls, s->llm_last_error);
-    if (db_run_set_status(s->db, s->run.id, "failed", 1, e))
-      rc = e->code;
+  } else if (failed) {
+    snprintf(s->stop_reason, sizeof(s->stop_reason), "failed: LLM not usable");
+    rc = err_set(e, ERR_LLM,
+                 "LLM not usable: %.150s; check the model settings with "
+                 "'cuco doctor --llm'",
+                 s->llm_unusable);
   }
+  if (failed && db_run_set_status(s->db, s->run.id, "failed", 1, e))
+    rc = e->code;
   if (!rc && !search_interrupted)
     rc = confirm_best(s, e);
   if (!rc) {
@@ -773,6 +864,9 @@ static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
         db_run_set_program(s->db, s->run.id, "best_program_id", s->best_id, e))
       rc = e->code;
   }
+  /* the headline as the report will read it; best.EXT says it too */
+  confirm_headline(s);
+  search_write_best(s);
   summary(s);
   return rc;
 }
@@ -795,6 +889,8 @@ static void evolve_free(struct evolve *s)
   free(s->seed_code);
   free(s->confirm_text);
   free(s->noise_text);
+  for (k = 0; k < s->nrec_str; k++)
+    free(s->rec_str[k]);
   db_run_release(&s->run);
   db_close(s->db);
   llm_pool_free(s->pool);
@@ -944,14 +1040,20 @@ int cmd_evolve(struct cmd_ctx *ctx, int argc, char **argv)
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL); /* salloc's answer to an ended allocation */
+  proc_stop_on(&search_interrupted);
+  s->argc = argc;
+  s->argv = argv;
   if (evolve_main(s, ctx, &e)) {
     fprintf(stderr, "cuco evolve: %s\n", e.msg);
-    if (s->db && s->run.id)
+    if (s->session_started)
       (void)!db_run_set_status(s->db, s->run.id, "interrupted", 1, &e);
     rc = e.code == ERR_USAGE ? CMD_USAGE : CMD_FAIL;
   } else {
     rc = search_interrupted ? CMD_FAIL : CMD_OK;
   }
+  if (search_interrupted)
+    evolve_stop_message(s);
+  proc_stop_on(NULL);
 out:
   evolve_free(s);
   free(s);

@@ -34,6 +34,19 @@ int meta_beats(const struct db_program *p, const struct db_program *q)
   return p->median_ms < q->median_ms - noise;
 }
 
+const char *meta_margin_text(char *out, size_t n, long long a, long long b,
+                             double ratio, double lo, double hi)
+{
+  int faster = ratio >= 1;
+  double pct = faster ? ratio - 1 : 1 - ratio;
+  double from = faster ? lo - 1 : 1 - hi, to = faster ? hi - 1 : 1 - lo;
+
+  snprintf(out, n, "best #%lld is %.1f%% %s than #%lld [%.1f, %.1f]%s", a,
+           100 * pct, faster ? "faster" : "slower", b, 100 * from, 100 * to,
+           lo <= 1 && hi >= 1 ? " (not beyond the noise)" : "");
+  return out;
+}
+
 static struct tally *find_tally(struct tally *t, int *n, const char *key)
 {
   int i;
@@ -135,7 +148,8 @@ char *meta_stats(const struct db_program *progs, size_t n, int island)
     if (island >= 0 && p->island != island)
       continue;
     if (!strcmp(kind, "migrate") || !p->status ||
-        !strcmp(p->status, "pending") || !strcmp(p->status, "running"))
+        !strcmp(p->status, "pending") || !strcmp(p->status, "running") ||
+        !strcmp(p->status, "interrupted")) /* no verdict (yet) */
       continue;
     total++;
     ok += is_ok;

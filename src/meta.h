@@ -21,4 +21,12 @@ char *meta_stats(const struct db_program *progs, size_t n, int island);
  * median; noise < 0 counts as 0. */
 int meta_beats(const struct db_program *p, const struct db_program *q);
 
+/* The confirmation's margin of program A over program B as one line into
+ * OUT (N bytes): RATIO is B's time over A's with its 95% interval [LO,
+ * HI].  "best #5 is 18.8% faster than #3 [12.0, 25.0]", a ratio under 1
+ * "best #5 is 18.8% slower than #3 [12.0, 25.0]" (never a negative gain),
+ * and " (not beyond the noise)" when the interval holds 1.  Returns OUT. */
+const char *meta_margin_text(char *out, size_t n, long long a, long long b,
+                             double ratio, double lo, double hi);
+
 #endif

@@ -91,6 +91,12 @@ int proc_run(const struct proc_opts *o, struct proc_result *res,
 
 void proc_result_release(struct proc_result *res);
 
+/* Stop every child, running or started later, as its opts.cancel would
+ * once *flag is non-zero (cuco evolve's SIGINT/SIGTERM/SIGHUP handler sets
+ * it: the in-flight candidates end at once, to be evaluated again on
+ * --resume).  NULL turns it off.  Process-wide, like the signal itself. */
+void proc_stop_on(const volatile int *flag);
+
 /* True when the child exited with status 0 and left nothing running. */
 int proc_ok(const struct proc_result *res);
 

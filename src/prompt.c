@@ -173,7 +173,7 @@ static const char *const variants[PROMPT_VARIANTS] = {
 
 /* with_code: 0 none, 1 the whole program, 2 only its EVOLVE blocks (the
  * frozen text is the parent's, no need to pay for it twice). */
-static void put_program(struct buf *b, const char *title,
+static void put_program(struct buf *b, const char *title, const char *vs,
                         const struct prompt_program *p, int with_code)
 {
   struct patch_block bl[64];
@@ -181,8 +181,7 @@ static void put_program(struct buf *b, const char *title,
 
   buf_printf(b, "## %s (program %lld", title, p->id);
   if (p->has_score)
-    buf_printf(b, ", %.4g ms, %.3gx the bar (fastest baseline)", p->median_ms,
-               p->speedup);
+    buf_printf(b, ", %.4g ms, %.3gx %s", p->median_ms, p->speedup, vs);
   buf_printf(b, ")\ndirectives: %s\n", p->directives ? p->directives : "{}");
   if (!with_code || !p->code) {
     buf_putc(b, '\n');
@@ -207,6 +206,8 @@ char *prompt_user(const struct prompt_ctx *c)
   struct buf b = BUF_INIT(PROMPT_MAX);
   char machine[2048], *table = prompt_directive_table(c->wl);
   const char *backend = NULL;
+  /* speedups divide the bar's time; a workload without one: the seed's */
+  const char *vs = c->wl->nbar ? "the bar (fastest baseline)" : "the seed";
   json_t *dj = NULL;
   size_t i;
 
@@ -242,14 +243,14 @@ char *prompt_user(const struct prompt_ctx *c)
                 i ? "Another good program"
                   : "Inspiration (its EVOLVE blocks; the rest is as in the "
                     "parent)",
-                &c->insp[i], i == 0 ? 2 : 0);
+                vs, &c->insp[i], i == 0 ? 2 : 0);
   if (c->parent)
-    put_program(&b, "Parent: the program to improve", c->parent, 1);
+    put_program(&b, "Parent: the program to improve", vs, c->parent, 1);
   if (c->edit == PROMPT_CROSS && c->parent2) {
     put_program(&b,
                 "Second parent (its EVOLVE blocks; the rest is as in the "
                 "first)",
-                c->parent2, 2);
+                vs, c->parent2, 2);
     buf_puts(&b, "# Task\nCombine the strengths of the two parents into one "
                  "program; answer with the full new block contents.\n");
   } else if (c->edit == PROMPT_FULL) {

@@ -311,14 +311,16 @@ static int next_job(struct evolve *s, struct job *j, int64_t *id)
   int *children = NULL, k, best_k = -1, rc = 0;
   const char *kind;
 
+  if (search_interrupted && !s->stop) {
+    s->stop = 1;
+    snprintf(s->stop_reason, sizeof(s->stop_reason), "interrupted");
+  }
+  if (search_interrupted)
+    return 0; /* queued rows wait for the next --resume */
   if (s->nqueue) {
     *id = s->queue[0];
     memmove(s->queue, s->queue + 1, --s->nqueue * sizeof(*s->queue));
     return 1;
-  }
-  if (search_interrupted && !s->stop) {
-    s->stop = 1;
-    snprintf(s->stop_reason, sizeof(s->stop_reason), "interrupted");
   }
   if (!s->stop && s->deadline > 0 && db_now() >= s->deadline) {
     s->stop = 1;
@@ -624,6 +626,8 @@ static int64_t propose_llm(struct evolve *s, struct job *j)
         snprintf(s->stop_reason, sizeof(s->stop_reason), "%s",
                  resp.outcome == LLM_BUDGET ? "LLM budget spent"
                                             : "LLM not usable");
+        if (resp.outcome != LLM_BUDGET && !s->llm_unusable[0])
+          snprintf(s->llm_unusable, sizeof(s->llm_unusable), "%s", e.msg);
         pthread_mutex_unlock(&s->mu);
         if (resp.outcome == LLM_BUDGET) {
           llm_response_release(&resp);

@@ -13,6 +13,7 @@
 #include "charts.h"
 #include "cmd.h"
 #include "file.h"
+#include "headline.h"
 #include "html.h"
 #include "rundb.h"
 
@@ -45,6 +46,22 @@ static const char *str(const json_t *o, const char *k)
 {
   const char *s = json_string_value(json_object_get(o, k));
   return s ? s : "";
+}
+
+/* "best #12: 14.6x the bar, 95% CI [13.9, 15.3], confirmed over 3
+ * rounds" (headline.h) or "none yet": the run's one speedup. */
+static const char *headline_line(const json_t *run, char *out, size_t n)
+{
+  struct headline h;
+  char t[256];
+
+  headline_parse(json_object_get(run, "headline"), &h);
+  if (h.program_id <= 0)
+    snprintf(out, n, "none yet");
+  else
+    snprintf(out, n, "best #%lld: %s", h.program_id,
+             headline_text(&h, t, sizeof t));
+  return out;
 }
 
 /* A size's median from metrics or baseline JSON.  Shapes seen: the
@@ -239,8 +256,52 @@ static void bar_cell(struct buf *o, enum report_format f,
     buf_puts(o, ")");
 }
 
-/* The per-size table: the bar (which baseline, its median), seed and best
- * median with speedups against the bar. */
+/* The header of the per-size table; without a bar (a workload without
+ * baselines) it has no bar columns and speedups are over the seed. */
+static void sizes_head(struct buf *o, enum report_format f, int have_base)
+{
+  if (f == REPORT_MD && have_base)
+    buf_puts(o, "\n| size | bar ms | bar baseline | seed ms (speedup) | "
+                "best ms (speedup) |\n|---|---|---|---|---|\n");
+  else if (f == REPORT_MD)
+    buf_puts(o, "\n| size | seed ms | best ms (speedup over the seed) |\n"
+                "|---|---|---|\n");
+  else if (have_base)
+    buf_puts(o, "<table id=\"sizes\"><tr><th>size</th><th>bar ms</th>"
+                "<th>bar baseline</th><th>seed ms (speedup)</th><th>best ms "
+                "(speedup)</th></tr>\n");
+  else
+    buf_puts(o, "<table id=\"sizes\"><tr><th>size</th><th>seed ms</th>"
+                "<th>best ms (speedup over the seed)</th></tr>\n");
+}
+
+/* One row of the per-size table: CELL is bar ms, seed ms, best ms; the
+ * bar's cells only with a baseline. */
+static void sizes_row(struct buf *o, enum report_format f,
+                      const json_t *baseline, const char *size,
+                      char (*cell)[64])
+{
+  int md = f == REPORT_MD;
+
+  if (md) {
+    buf_puts(o, "| ");
+    cell_text(o, f, size);
+  } else {
+    buf_puts(o, "<tr><td>");
+    html_escape(o, size);
+  }
+  if (baseline) {
+    buf_printf(o, md ? " | %s | " : "</td><td>%s</td><td>", cell[0]);
+    bar_cell(o, f, baseline, size);
+  }
+  buf_printf(o, md ? " | %s | %s |\n" : "</td><td>%s</td><td>%s</td></tr>\n",
+             cell[1], cell[2]);
+}
+
+/* The per-size table: the bar (which baseline, its median) when the
+ * workload has one, seed and best median with speedups against the bar
+ * (else over the seed).  Its speedups are the search's measurements: the
+ * note under it says so and points at the headline. */
 static void sizes_table(struct buf *o, enum report_format f,
                         const json_t *baseline, const json_t *seed,
                         const json_t *best)
@@ -253,18 +314,7 @@ static void sizes_table(struct buf *o, enum report_format f,
   int have_base = json_is_object(baseline) && json_object_size(baseline);
   char cell[3][64];
 
-  /* Without a baseline (a freeform workload) speedups are over the seed. */
-  if (f == REPORT_MD)
-    buf_printf(o,
-               "\n| size | bar ms | bar baseline | seed ms (speedup) | "
-               "best ms (speedup%s) |\n|---|---|---|---|---|\n",
-               have_base ? "" : " over the seed");
-  else
-    buf_printf(o,
-               "<table id=\"sizes\"><tr><th>size</th><th>bar ms</th>"
-               "<th>bar baseline</th><th>seed ms (speedup)</th><th>best ms "
-               "(speedup%s)</th></tr>\n",
-               have_base ? "" : " over the seed");
+  sizes_head(o, f, have_base);
   json_object_foreach((json_t *)keys, size, v)
   {
     double s = size_ms(sm, size), x = size_ms(bm, size);
@@ -283,22 +333,12 @@ static void sizes_table(struct buf *o, enum report_format f,
       snprintf(cell[2], sizeof cell[2], "%.4g (%.2fx)", x, ref / x);
     else
       snprintf(cell[2], sizeof cell[2], "-");
-    if (f == REPORT_MD) {
-      buf_puts(o, "| ");
-      cell_text(o, f, size);
-      buf_printf(o, " | %s | ", cell[0]);
-      bar_cell(o, f, have_base ? baseline : NULL, size);
-      buf_printf(o, " | %s | %s |\n", cell[1], cell[2]);
-    } else {
-      buf_puts(o, "<tr><td>");
-      html_escape(o, size);
-      buf_printf(o, "</td><td>%s</td><td>", cell[0]);
-      bar_cell(o, f, have_base ? baseline : NULL, size);
-      buf_printf(o, "</td><td>%s</td><td>%s</td></tr>\n", cell[1], cell[2]);
-    }
+    sizes_row(o, f, have_base ? baseline : NULL, size, cell);
   }
-  if (f == REPORT_HTML)
-    buf_puts(o, "</table>\n");
+  buf_puts(o, f == REPORT_HTML ? "</table>\n<p class=\"note\">" : "\n");
+  buf_puts(o, "Per-size speedups are the search's single measurements "
+              "(unconfirmed); the speedup above is the run's headline.");
+  buf_puts(o, f == REPORT_HTML ? "</p>\n" : "\n");
 }
 
 /* "+-27.3% > 5%, measured again (kept +-2.9%)" of a noise_watch object. */
@@ -364,6 +404,7 @@ static void summary(struct buf *o, enum report_format f, const json_t *run,
     buf_puts(o, "<section id=\"summary\"><h2>Summary</h2><table>\n");
   else
     buf_puts(o, "## Summary\n\n| | |\n|---|---|\n");
+  row(o, f, "speedup", headline_line(run, v, sizeof v));
   row(o, f, "workload", str(run, "workload"));
   row(o, f, "workload folder", str(run, "workload_dir"));
   row(o, f, "status", str(run, "status"));
@@ -377,11 +418,11 @@ static void summary(struct buf *o, enum report_format f, const json_t *run,
     row(o, f, "random seed", v);
   }
   snprintf(v, sizeof v,
-           "%.0f: %.0f ok, %.0f failed, %.0f rejected, %.0f "
-           "pending, %.0f running",
+           "%.0f: %.0f ok, %.0f failed, %.0f rejected, %.0f interrupted, "
+           "%.0f pending, %.0f running",
            num(c, "total"), fmax(num(c, "ok"), 0), fmax(num(c, "failed"), 0),
-           fmax(num(c, "rejected"), 0), fmax(num(c, "pending"), 0),
-           fmax(num(c, "running"), 0));
+           fmax(num(c, "rejected"), 0), fmax(num(c, "interrupted"), 0),
+           fmax(num(c, "pending"), 0), fmax(num(c, "running"), 0));
   if (num(c, "migrated") > 0) {
     size_t vl = strlen(v);
     snprintf(v + vl, sizeof v - vl,
@@ -446,18 +487,28 @@ static void diff_html(struct buf *o, const char *d)
   buf_puts(o, "</pre>\n");
 }
 
-/* Failed and rejected candidates with their errors (the newest 50). */
+static int is_failure(const json_t *p)
+{
+  return !strcmp(str(p, "status"), "failed") ||
+         !strcmp(str(p, "status"), "rejected");
+}
+
+/* Failed and rejected candidates with their errors (the newest 50); no
+ * section at all when none failed. */
 static void failures(struct buf *o, const json_t *programs)
 {
-  size_t n = json_array_size(programs), i, shown = 0;
+  size_t n = json_array_size(programs), i, shown = 0, nfail = 0;
 
+  for (i = 0; i < n; i++)
+    nfail += is_failure(json_array_get(programs, i));
+  if (!nfail)
+    return;
   buf_puts(o, "<section id=\"failures\"><h2>Failures</h2><table>"
               "<tr><th>id</th><th>island</th><th>kind</th><th>stage</th>"
               "<th>error</th></tr>\n");
   for (i = n; i-- > 0 && shown < 50;) {
     const json_t *p = json_array_get(programs, i);
-    if (strcmp(str(p, "status"), "failed") &&
-        strcmp(str(p, "status"), "rejected"))
+    if (!is_failure(p))
       continue;
     buf_printf(o, "<tr><td>%.0f</td><td>%.0f</td><td>", num(p, "id"),
                num(p, "island"));
@@ -469,10 +520,7 @@ static void failures(struct buf *o, const json_t *programs)
     buf_puts(o, "</td></tr>\n");
     shown++;
   }
-  buf_puts(o, "</table>");
-  if (shown == 0)
-    buf_puts(o, "<p class=\"note\">No candidate failed.</p>");
-  buf_puts(o, "</section>\n");
+  buf_puts(o, "</table></section>\n");
 }
 
 /* A figure that cannot be drawn (values the SVG cannot hold, such as an
@@ -493,7 +541,8 @@ static int html_page(struct rundb *db, const json_t *run, const json_t *seed,
 {
   struct rundb_filter all = {-1, NULL, NULL, 0, 0, 0};
   json_t *programs = NULL, *plot = NULL;
-  char *diff = NULL;
+  struct headline h;
+  char *diff = NULL, line[320], label[160];
   int rc = ERR_DB;
 
   programs = rundb_programs(db, &all, e);
@@ -508,12 +557,17 @@ static int html_page(struct rundb *db, const json_t *run, const json_t *seed,
   buf_printf(o,
              "</title>\n<style>%s</style></head><body>\n<h1>cuco run: ", CSS);
   html_escape(o, str(run, "workload"));
-  buf_puts(o, "</h1>\n");
+  buf_puts(o, "</h1>\n<p id=\"headline\"><strong>Speedup:</strong> ");
+  html_escape(o, headline_line(run, line, sizeof line));
+  buf_puts(o, "</p>\n");
   summary(o, REPORT_HTML, run, seed, best);
   buf_puts(o, "<section id=\"scores\"><h2>Score over candidates per "
               "island</h2>\n<div class=\"scroll\">");
-  if ((rc = figure(charts_scores(json_object_get(plot, "points"), best, o, e),
-                   o, e)))
+  headline_parse(json_object_get(run, "headline"), &h);
+  if ((rc =
+           figure(charts_scores(json_object_get(plot, "points"), best,
+                                headline_short(&h, label, sizeof label), o, e),
+                  o, e)))
     goto out;
   buf_puts(o, "</div></section>\n<section id=\"lineage\"><h2>Lineage</h2>"
               "<p class=\"note\">One row per generation; dashed edges lead "
@@ -565,9 +619,10 @@ out:
 static int md_page(struct rundb *db, const json_t *run, const json_t *seed,
                    const json_t *best, struct buf *o, struct err *e)
 {
-  char *diff = NULL;
+  char *diff = NULL, line[320];
 
-  buf_printf(o, "# cuco run: %s\n\n", str(run, "workload"));
+  buf_printf(o, "# cuco run: %s\n\n**Speedup:** %s\n\n", str(run, "workload"),
+             headline_line(run, line, sizeof line));
   summary(o, REPORT_MD, run, seed, best);
   if (best && seed) {
     diff = rundb_diff(db, (long long)num(seed, "id"),

@@ -50,13 +50,13 @@ static int clean_path(const char *path, const char **why)
   return 1;
 }
 
-/* A decimal id of 1..18 digits; 0 when s is not one. */
+/* A decimal id of 1..18 digits; -1 when s is not one. */
 static long long parse_id(const char *s)
 {
   size_t n = strspn(s, "0123456789");
 
   if (n == 0 || n > 18 || s[n])
-    return 0;
+    return -1;
   return strtoll(s, NULL, 10);
 }
 
@@ -86,8 +86,15 @@ int router_route(const char *method, const char *path, size_t url_len,
   else if (!strncmp(path, "/api/program/", 13)) {
     m->kind = ROUTE_API_PROGRAM;
     m->id = parse_id(path + 13);
-    if (m->id <= 0)
-      return deny(m, 404, "a program id is a positive decimal number");
+    if (m->id < 0) { /* not an id at all: the request is wrong */
+      snprintf(m->why, sizeof m->why,
+               "/api/program/ID: '%.40s' is not a program id (a decimal "
+               "number of at most 18 digits)",
+               path + 13);
+      return 400;
+    }
+    if (m->id == 0)
+      return deny(m, 404, "/api/program/0: ids start at 1");
   } else if (!strncmp(path, "/api/", 5) || !strcmp(path, "/api")) {
     return deny(m, 404, "no such API endpoint");
   } else {
@@ -100,12 +107,43 @@ int router_route(const char *method, const char *path, size_t url_len,
   return 200;
 }
 
-/* A word of [a-z_] (status and edit kind values are such words). */
-static int word(const char *v)
+/* Whether v is one of the comma-separated words of list. */
+static int one_of(const char *v, const char *list)
 {
   size_t n = strlen(v);
-  return n > 0 && n <= ROUTER_MAX_ARG &&
-         strspn(v, "abcdefghijklmnopqrstuvwxyz_") == n;
+
+  while (*list) {
+    size_t k = strcspn(list, ",");
+    if (k == n && !strncmp(list, v, n))
+      return 1;
+    list += k + (list[k] == ',');
+    list += strspn(list, " ");
+  }
+  return 0;
+}
+
+/* status or edit_kind=value: one of the values a program row can hold
+ * (db.h), else 400 naming them. */
+static int word_arg(struct router_match *m, const char *key, const char *value)
+{
+  static const char statuses[] =
+      "pending, running, ok, failed, rejected, interrupted";
+  static const char kinds[] = "seed, diff, full, cross, tune, migrate";
+  const char *list = key[0] == 's' ? statuses : kinds;
+
+  if (!*value)
+    return 200;
+  if (!one_of(value, list)) {
+    snprintf(m->why, sizeof m->why, "%s=%.40s: not one of %s", key,
+             strspn(value, "abcdefghijklmnopqrstuvwxyz_") == strlen(value)
+                 ? value
+                 : "(that value)",
+             list);
+    return 400;
+  }
+  snprintf(key[0] == 's' ? m->status : m->edit_kind, ROUTER_MAX_ARG + 1, "%s",
+           value);
+  return 200;
 }
 
 int router_arg(struct router_match *m, const char *key, const char *value)
@@ -131,15 +169,8 @@ int router_arg(struct router_match *m, const char *key, const char *value)
       m->island = (int)v;
       return 200;
     }
-    if (!strcmp(key, "status") || !strcmp(key, "edit_kind")) {
-      char *dst = key[0] == 's' ? m->status : m->edit_kind;
-      if (!*value)
-        return 200;
-      if (!word(value))
-        return deny(m, 400, "status and edit_kind are words of a-z and _");
-      snprintf(dst, ROUTER_MAX_ARG + 1, "%s", value);
-      return 200;
-    }
+    if (!strcmp(key, "status") || !strcmp(key, "edit_kind"))
+      return word_arg(m, key, value);
   }
   if (m->kind == ROUTE_API_UPDATES) {
     if (!strcmp(key, "since")) {

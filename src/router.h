@@ -38,14 +38,16 @@ struct router_match {
 
 /* Match method and path (url_len = bytes of the request's whole URL as
  * received, for the size check).  Returns 200 and fills *m, or 400, 404,
- * 405 or 414 with m->why set.  Static names are checked against the
- * embedded files. */
+ * 405 or 414 with m->why set (400 for /api/program/ID whose ID is not a
+ * decimal number; 404 for an id no program can have).  Static names are
+ * checked against the embedded files. */
 int router_route(const char *method, const char *path, size_t url_len,
                  struct router_match *m);
 
 /* Apply one query argument to *m (after router_route returned 200).
  * Returns 200, or 400 with m->why set for an unknown key, a key the route
- * does not take, or a bad value. */
+ * does not take, or a bad value (status and edit_kind must be a value a
+ * program row can hold; the reason lists them). */
 int router_arg(struct router_match *m, const char *key, const char *value);
 
 #endif

@@ -1,6 +1,7 @@
 /* rundb.c - read-only access to a run database; see rundb.h. */
 #include "rundb.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "buf.h"
+#include "headline.h"
 #include "linediff.h"
 
 #define TEXT_CAP  (512u * 1024) /* logs, prompts, responses */
@@ -267,6 +269,44 @@ static json_t *query_one(struct rundb *db, const char *sql, long long arg,
   return one;
 }
 
+/* The run's confirmations (schema 2; none before it) and its headline
+ * (headline.h): the best's confirmed speedup, else its search figure
+ * labelled unconfirmed.  Set on run; 0 or an error. */
+static int run_headline(struct rundb *db, json_t *run, struct err *e)
+{
+  struct headline h;
+  const json_t *b = json_object_get(run, "baseline");
+  json_t *rows, *best;
+
+  rows = table_exists(db->db, "confirmations")
+             ? query_rows(db,
+                          "SELECT id, program_id, versus_id, versus, rounds,"
+                          " ratio, lo, hi, verdict FROM confirmations WHERE"
+                          " run_id=?1 ORDER BY id",
+                          0, PLOT_CAP, e)
+             : json_array();
+  if (!rows)
+    return e->code ? e->code : ERR_NOMEM;
+  memset(&h, 0, sizeof(h));
+  h.program_id = json_integer_value(json_object_get(run, "best_program_id"));
+  h.has_bar = json_is_object(b) && json_object_size(b) > 0;
+  h.is_seed = h.program_id > 0 &&
+              h.program_id ==
+                  json_integer_value(json_object_get(run, "seed_program_id"));
+  best = h.program_id > 0
+             ? query_one(db,
+                         "SELECT speedup FROM programs WHERE run_id=?1 AND"
+                         " id=?2",
+                         h.program_id, 0, e)
+             : NULL;
+  h.speedup = json_number_value(json_object_get(best, "speedup"));
+  json_decref(best);
+  headline_pick(&h, rows);
+  json_object_set_new(run, "confirmations", rows);
+  json_object_set_new(run, "headline", headline_json(&h));
+  return 0;
+}
+
 json_t *rundb_run(struct rundb *db, struct err *e)
 {
   json_t *run, *x;
@@ -285,6 +325,8 @@ json_t *rundb_run(struct rundb *db, struct err *e)
                 " coalesce(sum(c AND status='rejected'), 0) AS rejected,"
                 " coalesce(sum(c AND status='pending'), 0) AS pending,"
                 " coalesce(sum(c AND status='running'), 0) AS running,"
+                " coalesce(sum(c AND status='interrupted'), 0) AS"
+                " interrupted,"
                 " coalesce(sum(NOT c), 0) AS migrated,"
                 " coalesce(sum(c AND json_valid(metrics_json) AND"
                 " json_extract(metrics_json, '$.noise_watch') IS NOT NULL),"
@@ -321,6 +363,8 @@ json_t *rundb_run(struct rundb *db, struct err *e)
   if (!x)
     goto fail;
   json_object_set_new(run, "llm_totals", x);
+  if (run_headline(db, run, e))
+    goto fail;
   t0 = json_number_value(json_object_get(run, "started_at"));
   t1 = json_number_value(json_object_get(run, "finished_at"));
   if (t0 > 0 && !(t1 > 0))
@@ -341,10 +385,54 @@ fail:
   " max(coalesce(created_at,0), coalesce(started_at,0),"                      \
   " coalesce(finished_at,0)) AS updated_at"
 
+/* Drop the folder of a finished evaluation ("/tmp/cuco-eval.Ab12Cd/")
+ * from the paths of S (N bytes, in place): the folder is gone by the time
+ * anyone reads the error, its file name is what says where.  The new
+ * length. */
+static size_t strip_eval_dirs(char *s, size_t n)
+{
+  static const char mark[] = "cuco-eval.";
+  size_t ml = sizeof(mark) - 1, i = 0;
+
+  while (i + ml + 7 <= n) {
+    size_t a = i, end = i + ml + 6, k;
+    int ok = !memcmp(s + i, mark, ml) && s[end] == '/';
+    for (k = i + ml; ok && k < end; k++)
+      ok = isalnum((unsigned char)s[k]) || s[k] == '_';
+    if (!ok) {
+      i++;
+      continue;
+    }
+    while (a > 0 && !strchr(" \t'\"(=:", s[a - 1]))
+      a--; /* back to the start of the path */
+    memmove(s + a, s + end + 1, n - end - 1);
+    n -= end + 1 - a;
+    i = a;
+  }
+  return n;
+}
+
+/* strip_eval_dirs on the text of row's KEY (left as it is when out of
+ * memory). */
+static void strip_field(json_t *row, const char *key)
+{
+  const char *s = json_string_value(json_object_get(row, key));
+  size_t n = s ? strlen(s) : 0;
+  char *c;
+
+  if (!s || !strstr(s, "cuco-eval.") || !(c = malloc(n + 1)))
+    return;
+  memcpy(c, s, n);
+  n = strip_eval_dirs(c, n);
+  json_object_set_new(row, key, jstr(c, n, n));
+  free(c);
+}
+
 /* Cut a summary's error to its first line and ERROR_CAP bytes. */
 static void first_line_error(json_t *row)
 {
   const char *s = json_string_value(json_object_get(row, "error"));
+  char line[ERROR_CAP + 1];
   size_t n;
 
   if (!s)
@@ -352,8 +440,10 @@ static void first_line_error(json_t *row)
   n = strcspn(s, "\n");
   if (n > ERROR_CAP)
     n = ERROR_CAP;
+  memcpy(line, s, n);
+  n = strip_eval_dirs(line, n);
   /* Cutting can split a UTF-8 sequence; jstr repairs that. */
-  json_object_set_new(row, "error", jstr(s, n, ERROR_CAP));
+  json_object_set_new(row, "error", jstr(line, n, ERROR_CAP));
 }
 
 json_t *rundb_programs(struct rundb *db, const struct rundb_filter *f,
@@ -471,6 +561,9 @@ json_t *rundb_program(struct rundb *db, long long id, struct err *e)
       err_set(e, ERR_NOTFOUND, "program %lld not found", id);
     return NULL;
   }
+  strip_field(p, "error");
+  strip_field(p, "build_log");
+  strip_field(p, "verify_log");
   x = query_rows(db,
                  "SELECT id FROM programs WHERE run_id=?1 AND (parent_id=?2"
                  " OR parent2_id=?2) ORDER BY id",

@@ -36,7 +36,10 @@ struct rundb *rundb_open(const char *path, struct err *e) WARN_UNUSED;
 void rundb_close(struct rundb *db);
 
 /* The run: its row (config, machine, baseline parsed), wall_s, counts by
- * status, islands, LLM totals, max_program_id.  NULL on error. */
+ * status (interrupted apart), islands, LLM totals, max_program_id, its
+ * confirmations (rows of that table) and "headline" (headline.h's JSON:
+ * the best's confirmed speedup with its interval, else its search figure
+ * with confirmed false).  NULL on error. */
 json_t *rundb_run(struct rundb *db, struct err *e) WARN_UNUSED;
 
 /* Summaries (no code or logs) of the programs matching f, by id; each has

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "log.h"
 #include "proc.h"
+#include "units.h"
 
 #define SB_ARGS_MAX 256
 
@@ -36,43 +37,6 @@ const char *sandbox_kind_name(enum sandbox_kind k)
   return k == SANDBOX_KIND_BWRAP       ? "bwrap"
          : k == SANDBOX_KIND_SUBREAPER ? "subreaper"
                                        : "refused";
-}
-
-/* "4G", "512M", "65536": bytes (binary suffixes K, M, G, T). */
-static int parse_bytes(const char *s, unsigned long long *out)
-{
-  char *end;
-  unsigned long long v;
-  int shift = 0;
-
-  errno = 0;
-  v = strtoull(s, &end, 10);
-  if (errno || end == s || *s == '-')
-    return -1;
-  switch (*end ? (*end | 0x20) : 0) {
-  case 0:
-    break;
-  case 'k':
-    shift = 10;
-    break;
-  case 'm':
-    shift = 20;
-    break;
-  case 'g':
-    shift = 30;
-    break;
-  case 't':
-    shift = 40;
-    break;
-  default:
-    return -1;
-  }
-  if (*end && end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B"))
-    return -1;
-  if (shift && v > (~0ULL >> shift))
-    return -1;
-  *out = v << shift;
-  return v ? 0 : -1;
 }
 
 static int configure_limits(const struct config *cfg, struct err *e)
@@ -98,8 +62,9 @@ static int configure_limits(const struct config *cfg, struct err *e)
   l.processes = 1024;
   for (size_t i = 0; cfg && i < sizeof(keys) / sizeof(keys[0]); i++) {
     const struct config_entry *v = config_find(cfg, "sandbox", keys[i].key);
-    if (v && parse_bytes(v->value,
-                         (unsigned long long *)((char *)&l + keys[i].off)))
+    unsigned long long *dst = (unsigned long long *)((char *)&l + keys[i].off);
+    struct err ue;
+    if (v && (units_parse_size(NULL, v->value, dst, &ue) || !*dst))
       return err_set(e, ERR_CONFIG,
                      "%s: [sandbox] %s '%.40s' is not a positive size (e.g. "
                      "512M, 4G)",
@@ -179,16 +144,16 @@ static void probe(void)
              "namespaces, filter or limits, contained by a subreaper only");
     return;
   }
-  if (!st.confine[0]) {
-    snprintf(st.why, sizeof(st.why),
-             "cuco-confine is missing beside the cuco executable (make "
-             "builds it)");
-    goto unusable;
-  }
   if (!proc_which("bwrap", NULL, st.bwrap, sizeof(st.bwrap))) {
     snprintf(st.why, sizeof(st.why),
              "bubblewrap (bwrap) is not installed (apt-get install "
              "bubblewrap)");
+    goto unusable;
+  }
+  if (!st.confine[0]) {
+    snprintf(st.why, sizeof(st.why),
+             "cuco-confine is missing beside the cuco executable (make "
+             "builds it; CUCO_CONFINE may name it)");
     goto unusable;
   }
   va[0] = st.bwrap;
@@ -414,15 +379,23 @@ static void bind_named_reads(const struct sandbox_req *r, struct sb_args *a)
   bind_named_in(a, getenv("LD_LIBRARY_PATH"));
 }
 
-/* The folder of the cuco executable, where cuco-confine sits; "" when
- * /proc/self/exe cannot be read. */
+/* cuco-confine: $CUCO_CONFINE (an install that keeps it elsewhere, the
+ * unit tests' binaries), else beside the cuco executable; "" when neither
+ * is executable. */
 static void confine_path(char *out, size_t n)
 {
   char exe[4096];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  const char *env = getenv("CUCO_CONFINE");
+  ssize_t len;
   char *slash;
 
   out[0] = '\0';
+  if (env && *env) {
+    if (env[0] == '/' && access(env, X_OK) == 0)
+      snprintf(out, n, "%s", env);
+    return;
+  }
+  len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (len <= 0)
     return;
   exe[len] = '\0';

@@ -7,7 +7,7 @@
  *   none   the subreaper only.
  * Every child of proc.c, sandboxed or not, runs under a subreaper that
  * kills its whole tree at the deadline and when it exits (proc.h).
- * With bubblewrap a candidate child also gets (issue 47): new user, PID,
+ * With bubblewrap a candidate child also gets, issue 47: new user, PID,
  * IPC, UTS, cgroup and network namespaces (no network; only the ranks of a
  * multi-rank run keep the host network so NCCL can bootstrap across
  * processes), no capabilities (--cap-drop ALL), uid and gid 65534 inside, a
@@ -64,9 +64,9 @@ struct sandbox_state {
   enum sandbox_kind kind;
   struct sandbox_limits limits;
   char confine[512]; /* cuco-confine's path, "" when missing */
-  char bwrap[512];  /* its path, "" when not found */
-  char version[64]; /* "bubblewrap 0.8.0", "" when unknown */
-  char why[256];    /* one line: why this kind */
+  char bwrap[512];   /* its path, "" when not found */
+  char version[64];  /* "bubblewrap 0.8.0", "" when unknown */
+  char why[256];     /* one line: why this kind */
 };
 void sandbox_state(struct sandbox_state *out);
 
@@ -75,13 +75,13 @@ const char *sandbox_kind_name(enum sandbox_kind k);
 
 /* One sandboxed command. */
 struct sandbox_req {
-  const char *exe;              /* absolute */
-  const char *const *argv;      /* argv[1..] are its arguments */
-  const char *cwd;              /* writable, and where it starts; or NULL */
-  const char *const *rw;        /* NULL-terminated: also writable */
-  const char *shm;              /* the run's folder for /dev/shm, or NULL */
-  int share_net;                /* the host network (multi-rank runs) */
-  int inet;                     /* may open inet sockets (runs, not builds) */
+  const char *exe;         /* absolute */
+  const char *const *argv; /* argv[1..] are its arguments */
+  const char *cwd;         /* writable, and where it starts; or NULL */
+  const char *const *rw;   /* NULL-terminated: also writable */
+  const char *shm;         /* the run's folder for /dev/shm, or NULL */
+  int share_net;           /* the host network (multi-rank runs) */
+  int inet;                /* may open inet sockets (runs, not builds) */
 };
 
 /* The argv that runs R under bubblewrap and cuco-confine (missing paths

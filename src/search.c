@@ -9,6 +9,7 @@
 #include "search_impl.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include "patch.h"
 
 volatile int search_interrupted;
+volatile sig_atomic_t search_stop_signal;
 
 void search_hash(const char *code, char out[17])
 {
@@ -95,18 +97,67 @@ long long search_record(void *ud, const struct llm_record *rec)
   return (long long)id;
 }
 
+void search_headline(const struct evolve *s, const struct member *b,
+                     struct headline *h)
+{
+  if (s->headline.program_id == b->p.id && s->headline.confirmed) {
+    *h = s->headline;
+    return;
+  }
+  memset(h, 0, sizeof(*h));
+  h->program_id = b->p.id;
+  h->speedup = b->p.speedup;
+  h->has_bar = s->run.baseline_json != NULL;
+  h->is_seed = b->p.id == s->seed_id;
+}
+
+/* b's code with a header line that names the run and its headline, put
+ * right after the first EVOLVE-BLOCK-START line in that line's comment
+ * style ("// ", "# "): inside the block, the file still passes the
+ * frozen-text check as a candidate.  NULL: no such line (or a block
+ * comment), or out of memory; then the code goes as it is. */
+static char *with_header(const struct evolve *s, const struct member *b)
+{
+  const char *code = b->p.code, *mark = strstr(code, "EVOLVE-BLOCK-START");
+  const char *bol = mark, *eol = mark ? strchr(mark, '\n') : NULL;
+  struct buf out = BUF_INIT(2 * strlen(code) + 1024);
+  struct headline h;
+  char t[256];
+
+  if (!eol)
+    return NULL;
+  while (bol > code && bol[-1] != '\n')
+    bol--;
+  if (memchr(bol, '*', (size_t)(mark - bol)))
+    return NULL; /* a block comment would need closing */
+  search_headline(s, b, &h);
+  buf_append(&out, code, (size_t)(eol + 1 - code));
+  buf_printf(&out, "%.*scuco evolve run %lld (%s): best #%lld: %s\n",
+             (int)(mark - bol), bol, (long long)s->run.id, s->wl.name,
+             (long long)b->p.id, headline_text(&h, t, sizeof(t)));
+  buf_puts(&out, eol + 1);
+  if (buf_error(&out)) {
+    buf_release(&out);
+    return NULL;
+  }
+  return buf_detach(&out, NULL);
+}
+
 /* Write the best program's code to DIR/best.EXT (atomically: temp file +
- * rename, so a kill never leaves half a file). */
+ * rename, so a kill never leaves half a file), headed by its headline. */
 static void write_best(struct evolve *s, const struct member *b)
 {
-  char path[1200];
+  char path[1200], *text;
   struct err e = {0, ""};
 
   if (!b || !b->p.code)
     return;
+  text = with_header(s, b);
   snprintf(path, sizeof(path), "%s/best%s", s->o.out_dir, s->ext);
-  if (file_write(path, b->p.code, strlen(b->p.code), &e))
+  if (file_write(path, text ? text : b->p.code,
+                 strlen(text ? text : b->p.code), &e))
     log_warn("evolve: %s", e.msg);
+  free(text);
 }
 
 void search_write_best(struct evolve *s)
@@ -432,6 +483,85 @@ void search_noise_note(struct evolve *s, const char *fmt, ...)
   s->noise_text = t;
 }
 
+/* The signal that stopped the run, as a word ("SIGTERM"). */
+static const char *stop_word(void)
+{
+  switch (search_stop_signal) {
+  case SIGINT:
+    return "SIGINT";
+  case SIGTERM:
+    return "SIGTERM";
+  case SIGHUP:
+    return "SIGHUP";
+  default:
+    return "a stop request";
+  }
+}
+
+/* Move the outcome strings of out into the member (lock held). */
+static void move_outcome(struct member *m, struct db_program *out)
+{
+#define MOVE(f)                                                               \
+  do {                                                                        \
+    if (out->f) {                                                             \
+      free(m->p.f);                                                           \
+      m->p.f = out->f;                                                        \
+      out->f = NULL;                                                          \
+    }                                                                         \
+  } while (0)
+  MOVE(status);
+  MOVE(stage);
+  MOVE(error);
+  MOVE(metrics_json);
+  MOVE(directives_json);
+  MOVE(backend);
+  MOVE(placement);
+  MOVE(sync);
+  MOVE(issuer);
+#undef MOVE
+}
+
+/* Row id was cut short because cuco is stopping (a signal, or the Slurm
+ * allocation ended): no verdict.  It is recorded "interrupted" at the
+ * stage it reached, and --resume evaluates it again.  Lock NOT held. */
+static int record_interrupted(struct evolve *s, int64_t id,
+                              const struct eval_result *r, int rc,
+                              struct err *e)
+{
+  struct db_program out;
+  struct member *m;
+  char why[300];
+  int drc;
+
+  if (search_stop_signal)
+    snprintf(why, sizeof(why), "interrupted by %s to cuco", stop_word());
+  else
+    snprintf(why, sizeof(why), "interrupted: %.200s",
+             r->error[0] ? r->error
+             : rc        ? e->msg
+                         : "its run was stopped");
+  db_program_init(&out);
+  out.id = id;
+  out.status = strdup("interrupted");
+  out.stage = strdup(eval_stage_name(r->stage));
+  out.error = strdup(why);
+  pthread_mutex_lock(&s->mu);
+  drc = db_program_finish(s->db, &out, e);
+  m = search_find(s, id);
+  if (!drc && m) {
+    move_outcome(m, &out);
+    m->p.has_score = 0;
+    m->p.median_ms = m->p.speedup = -1;
+    if (s->n_interrupted < SEARCH_MAX_NOTED)
+      s->interrupted_ids[s->n_interrupted] = id;
+    s->n_interrupted++;
+    search_progress(s, m, "evaluated again on --resume");
+  }
+  pthread_mutex_unlock(&s->mu);
+  db_program_release(&out);
+  return drc;
+}
+
 int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
 {
   struct eval_opts eo;
@@ -441,6 +571,8 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
   char *code, impl[64], note[256] = "";
   int rc, meta_due = 0, k;
 
+  if (search_interrupted)
+    return 0; /* not started: the row stays pending for --resume */
   pthread_mutex_lock(&s->mu);
   m = search_find(s, id);
   code = m && m->p.code ? strdup(m->p.code) : NULL;
@@ -482,17 +614,14 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
     pthread_mutex_unlock(&s->mu);
   }
   free(code);
-  if (!rc &&
-      (r.interrupted || (search_interrupted && r.status != EVAL_STATUS_OK))) {
-    /* its run was killed because cuco is stopping (an allocation that
-     * ended, a signal that reached a build or a local run too): no
-     * verdict; the row stays 'running' for --resume to evaluate again */
-    log_warn("evolve: #%lld not judged (%s); stopping: --resume continues "
-             "the run",
-             (long long)id, r.error);
-    eval_result_release(&r);
+  if (r.interrupted ||
+      (search_interrupted && (rc || r.status != EVAL_STATUS_OK))) {
+    /* cut short because cuco is stopping (a signal reached cuco, its
+     * process group or a build, or the allocation ended): no verdict */
     search_interrupted = 1;
-    return 0;
+    rc = record_interrupted(s, id, &r, rc, e);
+    eval_result_release(&r);
+    return rc;
   }
   db_program_init(&out);
   out.id = id;
@@ -512,25 +641,7 @@ int search_evaluate(struct evolve *s, int64_t id, int slot, struct err *e)
     return e->code;
   }
   m = search_find(s, id);
-  /* move the outcome into the member */
-#define MOVE(f)                                                               \
-  do {                                                                        \
-    if (out.f) {                                                              \
-      free(m->p.f);                                                           \
-      m->p.f = out.f;                                                         \
-      out.f = NULL;                                                           \
-    }                                                                         \
-  } while (0)
-  MOVE(status);
-  MOVE(stage);
-  MOVE(error);
-  MOVE(metrics_json);
-  MOVE(directives_json);
-  MOVE(backend);
-  MOVE(placement);
-  MOVE(sync);
-  MOVE(issuer);
-#undef MOVE
+  move_outcome(m, &out);
   m->p.has_score = out.has_score;
   m->p.score = out.score;
   m->p.median_ms = out.median_ms;

@@ -5,14 +5,19 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "db.h"
+#include "headline.h"
 #include "evolve.h"
 #include "launcher.h"
 #include "novelty.h"
 #include "toolchain.h"
 #include "workload.h"
+
+#define SEARCH_MAX_NOTED 8 /* interrupted ids named in the stop message */
+#define EVOLVE_REC_STR   4 /* recorded string settings (evolve_resume.c) */
 
 struct llm_pool;
 struct llm_record;
@@ -78,6 +83,21 @@ struct evolve {
   int llm_calls, llm_ok;
   int already_done; /* --resume of a run that had finished: nothing run */
   char llm_last_error[200];
+  /* candidates recorded "interrupted" this session (the first ids kept
+   * for the stop message); --resume evaluates them again */
+  int n_interrupted;
+  int64_t interrupted_ids[SEARCH_MAX_NOTED];
+  struct headline headline; /* the summary's and best.EXT's speedup */
+  char resume_note[400];    /* "generation 7 of 20, settings as ..." */
+  int session_started;      /* this session made the run "running" */
+  int resume_overrides;     /* settings the command line changed */
+  int recorded_generations; /* the run's length before an override */
+  int argc;                 /* cmd_evolve's words, for evolve_given() */
+  char **argv;
+  char *rec_str[EVOLVE_REC_STR]; /* recorded strings now in o */
+  int nrec_str;
+  char llm_unusable[200]; /* why the LLM cannot be used (no key, refused
+                             key): the run stops and fails with it */
 };
 
 /* search.c */
@@ -135,8 +155,32 @@ int search_generation_done(struct evolve *s, int k, const struct member *m);
  * recommendations too).  Lock NOT held. */
 void search_meta_summary(struct evolve *s, int k);
 
-/* Write the run's best program to DIR/best.EXT (lock held). */
+/* The headline (headline.h) of member b: s->headline when the
+ * confirmation measured b, else b's search figure, unconfirmed. */
+void search_headline(const struct evolve *s, const struct member *b,
+                     struct headline *h);
+
+/* Write the run's best program to DIR/best.EXT, its first EVOLVE block
+ * headed by a comment line with the run's headline (lock held). */
 void search_write_best(struct evolve *s);
+
+/* evolve_resume.c */
+
+/* --resume: take the run's recorded settings (s->run.config_json) into
+ * s->o wherever the command line did not give the option; an option
+ * that changes one notes "; --generations 30 overrides 20" in
+ * s->resume_note, one that changes what the run measured (islands,
+ * ranks, vranks, sizes) is ERR_USAGE naming both values.  Before
+ * prepare(); s->run is loaded. */
+int evolve_recorded(struct evolve *s, struct err *e) WARN_UNUSED;
+
+/* Whether the command line gave --FLAG (main.c passes canonical names). */
+int evolve_given(const struct evolve *s, const char *flag);
+
+/* The stop line on stderr: the signal, the candidates recorded as
+ * interrupted, and the exact command that continues the run (the
+ * command as typed, with --resume). */
+void evolve_stop_message(const struct evolve *s);
 
 /* Recompute the run's and islands' bests from the members (resume). */
 void search_rebuild(struct evolve *s);
@@ -150,7 +194,10 @@ void search_hash(const char *code, char out[17]);
 /* Seconds since the run started in this process / left (<0: no limit). */
 double search_time_left(const struct evolve *s);
 
-/* Asynchronous stop request (SIGINT/SIGTERM handler sets it). */
+/* Asynchronous stop request (the SIGINT/SIGTERM/SIGHUP handler sets it,
+ * and search_stop_signal to the signal's number; an ended Slurm
+ * allocation sets it alone). */
 extern volatile int search_interrupted;
+extern volatile sig_atomic_t search_stop_signal;
 
 #endif

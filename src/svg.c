@@ -208,6 +208,15 @@ void svg_text(struct svg *s, double x, double y, const char *anchor,
   dead(s);
 }
 
+double svg_text_width(const char *text, double font_px)
+{
+  size_t chars = 0;
+
+  for (; *text; text++)
+    chars += ((unsigned char)*text & 0xc0) != 0x80; /* code points */
+  return 0.6 * font_px * (double)chars;
+}
+
 void svg_group_open(struct svg *s, const char *cls)
 {
   if (dead(s) || !token_ok(s, cls))

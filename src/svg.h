@@ -52,6 +52,10 @@ void svg_polyline(struct svg *s, const double *xy, size_t n,
  * escaped. */
 void svg_text(struct svg *s, double x, double y, const char *anchor,
               const char *cls, const char *fmt, ...) PRINTF_LIKE(6, 7);
+/* About how wide text is drawn at font_px in a sans-serif face (0.6 em a
+ * character, a little over the average, so a layout that fits by it fits
+ * on the page): for legends that must not run past the figure. */
+double svg_text_width(const char *text, double font_px);
 /* Group elements; each svg_group_open needs an svg_group_close. */
 void svg_group_open(struct svg *s, const char *cls);
 void svg_group_close(struct svg *s);

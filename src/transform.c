@@ -676,10 +676,10 @@ int cmd_transform(struct cmd_ctx *ctx, int argc, char **argv)
   static const struct option opts[] = {
       {"llm", required_argument, NULL, 'l'},
       {"max-iters", required_argument, NULL, 'm'},
-      {"out", required_argument, NULL, 'o'},
+      {"output", required_argument, NULL, 'o'},
       {"work", required_argument, NULL, 'w'},
       {"ranks", required_argument, NULL, 'r'},
-      {"budget", required_argument, NULL, 'b'},
+      {"budget-usd", required_argument, NULL, 'b'},
       {"compile-only", no_argument, NULL, 'c'},
       {"db", required_argument, NULL, 'd'},
       {"help", no_argument, NULL, 'h'},
@@ -706,7 +706,7 @@ int cmd_transform(struct cmd_ctx *ctx, int argc, char **argv)
       break;
     case 'b':
       if (config_parse_double(optarg, &dv) || dv <= 0)
-        return cmd_bad_usage(ctx, "--budget wants dollars > 0, not '%s'",
+        return cmd_bad_usage(ctx, "--budget-usd wants dollars > 0, not '%s'",
                              optarg);
       o.budget_usd = dv;
       break;

@@ -83,7 +83,8 @@ struct buf;
 struct workload;
 
 /* The folder holding docs/backend-lsa.md and runtime/runtime.h: $CUCO_ROOT,
- * else the executable's folder or its parent.  ERR_NOTFOUND if none. */
+ * else the executable's folder, its parent or, installed (make install),
+ * its ../share/cuco.  ERR_NOTFOUND if none. */
 int transform_find_root(char *out, size_t n, struct err *e) WARN_UNUSED;
 /* Role, rules, runtime API, backend and strategy notes, hardware JSON. */
 int transform_prompt_system(struct buf *out, const char *root,

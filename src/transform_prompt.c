@@ -23,7 +23,7 @@ static int exists(const char *dir, const char *rel)
 
 int transform_find_root(char *out, size_t n, struct err *e)
 {
-  char exe[PATH_MAX], cand[3][PATH_MAX];
+  char exe[PATH_MAX], cand[4][PATH_MAX];
   const char *env = getenv("CUCO_ROOT");
   ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   int i, nc = 0;
@@ -37,6 +37,8 @@ int transform_find_root(char *out, size_t n, struct err *e)
       *slash = '\0';
       snprintf(cand[nc++], PATH_MAX, "%s", exe);    /* ./cuco */
       snprintf(cand[nc++], PATH_MAX, "%s/..", exe); /* build/cuco */
+      /* make install: PREFIX/bin/cuco, PREFIX/share/cuco */
+      snprintf(cand[nc++], PATH_MAX, "%s/../share/cuco", exe);
     }
   }
   for (i = 0; i < nc; i++)
@@ -47,7 +49,8 @@ int transform_find_root(char *out, size_t n, struct err *e)
     }
   return err_set(e, ERR_NOTFOUND,
                  "cannot find cuco's docs/backend-lsa.md "
-                 "and runtime/runtime.h (set CUCO_ROOT to the source tree)");
+                 "and runtime/runtime.h (set CUCO_ROOT to the source tree "
+                 "or cuco's installed share/cuco)");
 }
 
 /* Append file root/rel, cut at max bytes. */

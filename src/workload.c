@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "suggest.h"
+#include "transform.h"
 
 #define LIST_MAX 64
 
@@ -148,6 +150,96 @@ int workload_allows_ranks(const struct workload *w, int nranks)
   return 0;
 }
 
+#define KEYS_MAX (WORKLOAD_MAX_SIZES * WORKLOAD_MAX_KV)
+
+static int size_has(const struct workload_size *s, const char *key)
+{
+  int i;
+
+  for (i = 0; i < s->nkv; i++)
+    if (!strcmp(s->keys[i], key))
+      return 1;
+  return 0;
+}
+
+/* The parameters any size of w sets, in first-seen order. */
+static size_t size_params(const struct workload *w, const char **keys)
+{
+  size_t n = 0, k;
+  int i, j;
+
+  for (i = 0; i < w->nsizes; i++)
+    for (j = 0; j < w->sizes[i].nkv; j++) {
+      for (k = 0; k < n && strcmp(keys[k], w->sizes[i].keys[j]); k++)
+        ;
+      if (k == n && n < KEYS_MAX)
+        keys[n++] = w->sizes[i].keys[j];
+    }
+  return n;
+}
+
+/* The parameters a --sizes shape gives must be the workload's, and those
+ * every size of it sets must be there: else the run would blame the
+ * candidate for the shape. */
+static int check_shape(const struct workload *w, const char *text,
+                       const struct workload_size *s, struct err *e)
+{
+  const char *keys[KEYS_MAX], *near;
+  char list[200], miss[120] = "";
+  size_t n = size_params(w, keys), k, m = 0;
+  int i, j;
+
+  suggest_list(list, sizeof(list), keys, n);
+  for (j = 0; j < s->nkv && n; j++) {
+    for (k = 0; k < n && strcmp(keys[k], s->keys[j]); k++)
+      ;
+    if (k < n)
+      continue;
+    near = suggest_nearest(s->keys[j], keys, n);
+    return err_set(e, ERR_USAGE,
+                   "--sizes: '%s' in shape '%.80s' is not a parameter of %s "
+                   "(%s%s%sparameters: %s)",
+                   s->keys[j], text, w->name, near ? "did you mean '" : "",
+                   near ? near : "", near ? "'? " : "", list);
+  }
+  for (k = 0; k < n; k++) {
+    for (i = 0; i < w->nsizes && size_has(&w->sizes[i], keys[k]); i++)
+      ;
+    if (i == w->nsizes && !size_has(s, keys[k]) && m < sizeof(miss))
+      m += (size_t)snprintf(miss + m, sizeof(miss) - m, "%s%s", m ? ", " : "",
+                            keys[k]);
+  }
+  if (m)
+    return err_set(e, ERR_USAGE,
+                   "--sizes: shape '%.80s' lacks %s, which every size of %s "
+                   "sets (parameters: %s)",
+                   text, miss, w->name, list);
+  return 0;
+}
+
+/* "--sizes: 'smal_a' is not a size of W (did you mean ...?)". */
+static int unknown_size(const struct workload *w, const char *tok,
+                        struct err *e)
+{
+  const char *names[WORKLOAD_MAX_SIZES], *near;
+  char list[200];
+  int i;
+
+  for (i = 0; i < w->nsizes; i++)
+    names[i] = w->sizes[i].name;
+  suggest_list(list, sizeof(list), names, (size_t)w->nsizes);
+  near = suggest_nearest(tok, names, (size_t)w->nsizes);
+  if (near)
+    return err_set(e, ERR_USAGE,
+                   "--sizes: '%s' is not a size of %s (did you mean '%s'? "
+                   "sizes: %s)",
+                   tok, w->name, near, list);
+  return err_set(e, ERR_USAGE,
+                 "--sizes: '%s' is neither a size of %s (%s) nor a shape "
+                 "K=V,...",
+                 tok, w->name, list);
+}
+
 int workload_resolve_sizes(const struct workload *w, const char *list,
                            struct workload_size *out, int max, int *n,
                            struct err *e)
@@ -190,6 +282,8 @@ int workload_resolve_sizes(const struct workload *w, const char *list,
       rc = workload_parse_shape(shape, &out[*n], e);
       if (rc)
         return err_wrap(e, "--sizes"), ERR_USAGE;
+      if (check_shape(w, shape, &out[*n], e))
+        return ERR_USAGE;
       (*n)++;
       *shape = '\0';
       nseen = 0;
@@ -199,21 +293,8 @@ int workload_resolve_sizes(const struct workload *w, const char *list,
       break;
     if (len) {
       const struct workload_size *s = workload_find_size(w, tok);
-      if (!s) {
-        char names[160];
-        size_t k = 0;
-        int i;
-        names[0] = '\0';
-        for (i = 0; i < w->nsizes && k < sizeof(names); i++)
-          k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s",
-                                i ? ", " : "", w->sizes[i].name);
-        if (k >= sizeof(names))
-          snprintf(names + sizeof(names) - 5, 5, "...");
-        return err_set(e, ERR_USAGE,
-                       "--sizes: '%s' is neither a size of %s (%s) nor a "
-                       "shape K=V,...",
-                       tok, w->name, names);
-      }
+      if (!s)
+        return unknown_size(w, tok, e);
       if (*n >= max)
         return err_set(e, ERR_TOOBIG, "--sizes: more than %d sizes", max);
       out[(*n)++] = *s;
@@ -224,6 +305,27 @@ int workload_resolve_sizes(const struct workload *w, const char *list,
   if (*n == 0)
     return err_set(e, ERR_USAGE, "--sizes: no size given");
   return 0;
+}
+
+int workload_check_seed(const struct workload *w, struct err *e)
+{
+  char p[WORKLOAD_PATH + 256], head[64] = "";
+  size_t n = strlen(TRANSFORM_PLACEHOLDER);
+  FILE *f;
+
+  snprintf(p, sizeof(p), "%s/%s", w->dir, w->seed);
+  f = fopen(p, "r");
+  if (!f)
+    return 0; /* unreadable: the build names it */
+  if (!fgets(head, sizeof(head), f) || strncmp(head, TRANSFORM_PLACEHOLDER, n))
+    n = 0;
+  fclose(f);
+  if (!n)
+    return 0;
+  return err_set(e, ERR_CONFIG,
+                 "%s is the placeholder `cuco init` wrote (a copy of the "
+                 "baseline): run `cuco transform %s` first",
+                 p, w->dir);
 }
 
 static int load_dim(const struct config_entry *en, const char *const *known,
@@ -535,6 +637,24 @@ static int load_entry(struct workload *w, const struct config_entry *en,
   return err_set(e, ERR_CONFIG, "%s: unknown section [%s]", en->origin, s);
 }
 
+/* Sections and keys of workload.ini (docs/contracts.md section 2); [sizes]
+ * and [params] name their own keys. */
+static const char *const workload_keys[] = {
+    "name", "description", "kind", "ranks",  "baselines", "bar",
+    "seed", "reference",   "libs", "forbid", "needs_gpu", NULL};
+static const char *const sets_keys[] = {"verify", "bench", NULL};
+static const char *const tolerance_keys[] = {"rel_l2", "floor", NULL};
+static const char *const space_keys[] = {"backend", "placement", "sync",
+                                         "issuer",  "chunk",     NULL};
+static const char *const freeform_keys[] = {
+    "build", "run", "check", "check_build", "metric", "repeat", NULL};
+static const char *const allow_keys[] = {"symbols", NULL};
+static const struct config_section schema[] = {
+    {"workload", workload_keys},   {"sizes", NULL},       {"sets", sets_keys},
+    {"tolerance", tolerance_keys}, {"space", space_keys}, {"params", NULL},
+    {"freeform", freeform_keys},   {"allow", allow_keys},
+};
+
 /* [sizes] must be read before [sets] refers to them, whatever the order in
  * the file; everything else goes in file order. */
 static int load_all(struct workload *w, const struct config *c, struct err *e)
@@ -583,6 +703,8 @@ int workload_load(const char *dir, struct workload *w, struct err *e)
   if (!c)
     return err_set(e, ERR_NOMEM, "out of memory");
   rc = config_load(c, w->ini_path, e);
+  if (rc == 0)
+    rc = config_check(c, schema, sizeof(schema) / sizeof(schema[0]), e);
   if (rc == 0)
     rc = load_all(w, c, e);
   config_free(c);

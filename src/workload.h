@@ -140,6 +140,11 @@ int workload_resolve_sizes(const struct workload *w, const char *list,
 /* True when nranks is one of the workload's rank counts. */
 int workload_allows_ranks(const struct workload *w, int nranks);
 
+/* 0 when the seed is a real one; ERR_CONFIG ("DIR/seed.cu is the
+ * placeholder `cuco init` wrote ...: run `cuco transform DIR` first") when
+ * it is still the copy of the baseline that `cuco init` writes. */
+int workload_check_seed(const struct workload *w, struct err *e) WARN_UNUSED;
+
 /* The workload's param knob named `name`, or NULL.  Borrowed. */
 const struct workload_param *workload_find_param(const struct workload *w,
                                                  const char *name);

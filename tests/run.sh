@@ -11,6 +11,9 @@
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export CUCO_ROOT="$ROOT" CUCO_BIN="$ROOT/$BUILD/cuco" BUILD
+# the sandbox's helper for the unit tests' binaries (cuco finds it beside
+# itself)
+export CUCO_CONFINE="$ROOT/$BUILD/cuco-confine"
 export CMOCKA_MESSAGE_OUTPUT=TAP
 LOGDIR="$ROOT/$BUILD/test-logs"
 mkdir -p "$LOGDIR"

@@ -7,6 +7,8 @@ const SVGNS = 'http://www.w3.org/2000/svg';
 const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd',
   '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
 const FINISHED = new Set(['ok', 'failed', 'rejected']);
+// statuses drawn as themselves in the tree (others as "other")
+const KNOWN = new Set([...FINISHED, 'running', 'pending', 'interrupted']);
 const POLL_MS = 1500;
 const RESTAMP_S = 60;
 
@@ -67,7 +69,7 @@ function merge(list) {
 // first baseline only.  Speedups (p.speedup) are against this.
 function barText(b) {
   if (!b || typeof b !== 'object' || Array.isArray(b) || !Object.keys(b).length)
-    return 'bar: none (speedups are against the seed)';
+    return 'speedups are against the seed (the workload has no baseline)';
   const parts = [];
   for (const [size, row] of Object.entries(b)) {
     if (!row || typeof row !== 'object') continue;
@@ -90,10 +92,15 @@ function renderSummary(run) {
   const l = run.llm_totals || {};
   const wall = typeof run.wall_s !== 'number' ? '-'
     : run.wall_s < 120 ? run.wall_s.toFixed(0) + ' s' : (run.wall_s / 60).toFixed(1) + ' min';
+  // the run's one speedup: the confirmed figure with its interval, or the
+  // search's labelled unconfirmed (/api/run's headline, as cuco report says)
+  const h = run.headline || {};
+  $('headline').textContent = h.program_id > 0
+    ? `Speedup: best #${h.program_id}: ${h.text}` : 'Speedup: no best yet';
   $('summary').textContent =
     `status ${run.status || '-'} · ${c.total || 0} candidates (${c.ok || 0} ok, ` +
-    `${c.failed || 0} failed, ${c.rejected || 0} rejected, ${c.running || 0} running, ` +
-    `${c.pending || 0} pending)` +
+    `${c.failed || 0} failed, ${c.rejected || 0} rejected, ${c.interrupted || 0} interrupted, ` +
+    `${c.running || 0} running, ${c.pending || 0} pending)` +
     (c.migrated ? ` + ${c.migrated} migrate ${c.migrated === 1 ? 'copy' : 'copies'} (not evaluated)` : '') +
     ` · best #${run.best_program_id ?? '-'} · ` +
     `LLM ${run.llm || 'none'}: ${l.calls || 0} calls, $${(l.cost_usd || 0).toFixed(4)} · wall ${wall}`;
@@ -150,8 +157,7 @@ function renderTree() {
   const nodes = sv('g', { class: 'nodes' });
   for (const p of list) {
     const me = pos.get(p.id);
-    const status = FINISHED.has(p.status) || p.status === 'running' || p.status === 'pending'
-      ? p.status : 'other';
+    const status = KNOWN.has(p.status) ? p.status : 'other';
     const c = sv('circle', { cx: me.x, cy: me.y, r: 8, fill: colour(p.island),
       class: `node ${status}${matches(p) ? '' : ' dim'}${state.selected === p.id ? ' selected' : ''}`,
       'data-id': p.id });
@@ -161,6 +167,10 @@ function renderTree() {
     c.appendChild(t);
     c.addEventListener('click', () => select(p.id));
     nodes.appendChild(c);
+    // its id below it, as cuco report draws it
+    const id = sv('text', { x: me.x, y: me.y + 20, 'text-anchor': 'middle', class: 'nid' });
+    id.textContent = String(p.id);
+    nodes.appendChild(id);
   }
   svg.appendChild(nodes);
   $('tree').replaceChildren(svg);
@@ -259,10 +269,18 @@ function renderPlot() {
   if (pts.some((p) => p.edit_kind === 'migrate'))
     leg.appendChild(el('span', { class: 'legend-item' }, '○ migrate copy (not a candidate)'));
   // the run's best as the summary and the report name it (not the highest mark)
+  // with the headline's figure: confirmed with its interval, or unconfirmed
   const b = pts.find((p) => p.id === bestId && typeof p.score === 'number');
+  const h = (state.run && state.run.headline) || {};
+  let fig = '';
+  if (b && h.program_id === b.id && typeof h.speedup === 'number')
+    fig = `${Number(h.speedup.toPrecision(3))}x the ${h.versus}, ` +
+      (h.confirmed && typeof h.lo === 'number' && typeof h.hi === 'number'
+      ? `confirmed [${Number(h.lo.toPrecision(3))}, ${Number(h.hi.toPrecision(3))}], `
+      : 'unconfirmed, ');
   if (b)
     leg.appendChild(el('span', { class: 'legend-item', id: 'plot-best' },
-      `◯ best #${b.id}: ` + (b.speedup > 0 ? `${b.speedup.toFixed(3)}x, ` : '') + `score ${b.score.toPrecision(4)}`));
+      `◯ best #${b.id}: ${fig}score ${b.score.toPrecision(4)}`));
   $('plot').replaceChildren(svg, leg);
 }
 

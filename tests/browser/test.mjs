@@ -132,8 +132,21 @@ async function main() {
     // baseline, for a database from before the bar).
     const bj = sql(db, 'SELECT baseline_json FROM runs WHERE id=(SELECT max(id) FROM runs)')[0][0];
     const barLine = await page.locator('#bar').textContent();
-    const bwant = bj ? Object.entries(JSON.parse(bj)).map(([sz, r]) => `${sz} ${r.bar || 'the first baseline'} `) : ['none'];
-    check(`the bar line names each size's bar (${barLine})`, bwant.every((w) => barLine.includes(w)), bwant.join('|'));
+    // without one it speaks of the seed, never of a bar
+    const bwant = bj ? Object.entries(JSON.parse(bj)).map(([sz, r]) => `${sz} ${r.bar || 'the first baseline'} `) : ['against the seed'];
+    check(`the bar line names each size's bar (${barLine})`, bwant.every((w) => barLine.includes(w)) &&
+      (bj || !/\bbar\b/.test(barLine)), bwant.join('|'));
+    // The headline: what /api/run says (the confirmed figure with its
+    // interval, else the search's labelled unconfirmed), at the top.
+    const run = await (await fetch(server.url + 'api/run')).json();
+    const hl = ((await page.locator('#headline').textContent()) || '').trim();
+    check(`the headline is /api/run's (${hl})`, run.headline && run.headline.program_id > 0 &&
+      hl === `Speedup: best #${run.headline.program_id}: ${run.headline.text}` &&
+      /confirmed over \d+ rounds$|unconfirmed/.test(hl), JSON.stringify(run.headline));
+    // Every tree node shows its id below it.
+    const nids = await page.$$eval('#tree text.nid', (els) => els.map((e) => Number(e.textContent)).sort((a, b) => a - b));
+    check(`the tree labels every node with its id (${nids.length})`, nids.length === nodes &&
+      JSON.stringify(nids) === JSON.stringify(sql(db, 'SELECT id FROM programs WHERE run_id=(SELECT max(id) FROM runs) ORDER BY id').map((r) => r[0])));
     const ids = await page.$$eval('#tree .node', (els) => els.map((e) => Number(e.dataset.id)).sort((a, b) => a - b));
     const dbIds = sql(db, 'SELECT id FROM programs WHERE run_id=(SELECT max(id) FROM runs) ORDER BY id').map((r) => r[0]);
     check('the tree nodes are exactly the database ids', JSON.stringify(ids) === JSON.stringify(dbIds));

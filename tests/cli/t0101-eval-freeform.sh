@@ -76,27 +76,53 @@ src = open(sys.argv[1]).read()
 print(src.replace("// EVOLVE-BLOCK-END", sys.argv[2] + "\n// EVOLVE-BLOCK-END", 1), end="")
 PY
 }
-# a second metrics line, written at exit over the honest one
+# The forgers' tools, token-pasted so the static stage's text checks do not
+# see them (a block's #define of what the frozen text uses, a destructor
+# attribute and _exit are refused there: issue 47): a destructor that
+# writes LINE to stdout and leaves with _exit, so the program's own line,
+# still in stdout's buffer (a pipe), is never written.  WLF widens the
+# example's allowlist to write and _exit.
+WLF=$TMP/wlf
+cp -r "$WL" "$WLF"
+sed -i 's/^symbols = \(.*\)$/symbols = \1, write, _exit/' "$WLF/workload.ini"
+forge_exit() { # LINE [EXTRA]: the seed with the destructor (and EXTRA) in its block
+  forge "#include <sys/types.h>
+#define FG_CAT2(a, b) a##b
+#define FG_CAT(a, b) FG_CAT2(a, b)
+extern ssize_t FG_CAT(wri, te)(int, const void *, size_t);
+extern void FG_CAT(_ex, it)(int);
+__attribute__((FG_CAT(destr, uctor))) static void fg_late(void) {
+  static const char l[] = \"$1\\n\";
+  FG_CAT(wri, te)(1, l, sizeof(l) - 1);
+  FG_CAT(_ex, it)(0);
+}
+${2:-}"
+}
+# a second metrics line, written at exit beside the honest one
 forge '#include <stdio.h>
-__attribute__((destructor)) static void late(void) { puts("{\"time_ms\": 0.001, \"ok\": true}"); }' >"$TMP/second.c"
+#define FG_CAT2(a, b) a##b
+#define FG_CAT(a, b) FG_CAT2(a, b)
+__attribute__((FG_CAT(destr, uctor))) static void late(void) { puts("{\"time_ms\": 0.001, \"ok\": true}"); }' >"$TMP/second.c"
 expect_rc "a second JSON line is refused" 1 "$CUCO" eval "$WL" --candidate "$TMP/second.c" --no-bench
 expect_grep "... naming it" "$TMP/out" "failed: verify: size small_a: the program printed 2 JSON metrics lines: one is the contract"
 # a time no run can have: 5e-324 ms, and above the run's own wall time
-forge '#define printf(...) puts("{\"time_ms\": 5e-324, \"ok\": true, \"rel_l2\": 0, \"nan\": 0}")' >"$TMP/tiny.c"
-expect_rc "a 5e-324 ms time is refused" 1 "$CUCO" eval "$WL" --candidate "$TMP/tiny.c" --no-bench
+forge_exit '{\"time_ms\": 5e-324, \"ok\": true, \"rel_l2\": 0, \"nan\": 0}' >"$TMP/tiny.c"
+expect_rc "a 5e-324 ms time is refused" 1 "$CUCO" eval "$WLF" --candidate "$TMP/tiny.c" --no-bench
 expect_grep "... as impossible" "$TMP/out" "size small_a: 'time_ms' 4.94066e-324 ms is impossible"
-forge '#define printf(...) puts("{\"time_ms\": 1e300, \"ok\": true}")' >"$TMP/huge.c"
-expect_rc "a time past the run's wall clock is refused" 1 "$CUCO" eval "$WL" --candidate "$TMP/huge.c" --no-bench
+forge_exit '{\"time_ms\": 1e300, \"ok\": true}' >"$TMP/huge.c"
+expect_rc "a time past the run's wall clock is refused" 1 "$CUCO" eval "$WLF" --candidate "$TMP/huge.c" --no-bench
 expect_grep "... with cuco's clock" "$TMP/out" "'time_ms' 1e\+300 ms is impossible: the whole run took [0-9.]+ ms on cuco's clock"
-# the check defined away: no work, NaN left, yet the program says ok
-forge '#include <math.h>
-#undef isnan
-#define isnan(x) 0
-#define sqrt(x) 0.0
-#define matmul(A, B, C, M, N, K) ((void)0)' >"$TMP/nocheck.c"
-expect_rc "a check defined away is refused" 1 "$CUCO" eval "$WL" --candidate "$TMP/nocheck.c" --no-bench
+# no work done, NaN left, yet the program's line says ok
+forge_exit '{\"time_ms\": 1.5, \"ok\": true, \"rel_l2\": 0, \"nan\": 0}' >"$TMP/nocheck.c"
+sed -i 's|^  int i0, k0, i, j, k;$|  int i0, k0, i, j, k;\n  if (M > 0) return;|' "$TMP/nocheck.c"
+expect_rc "a check defined away is refused" 1 "$CUCO" eval "$WLF" --candidate "$TMP/nocheck.c" --no-bench
 expect_grep "... by the workload's check" "$TMP/out" "failed: verify: size small_a: verification failed \(the workload's check, run by cuco\): NaN or Inf in the output"
 expect_no_grep "... though the program said ok" "$TMP/out" "passed"
+# where the frozen text prints the metric, a block's #define of its printf
+# or #undef of its isnan is refused before anything is built
+forge '#define printf(...) puts("{\"time_ms\": 5e-324, \"ok\": true}")' >"$TMP/tiny_frozen.c"
+expect_rc "a block's #define of the frozen text's printf is refused" 1 "$CUCO" eval "$WL" --candidate "$TMP/tiny_frozen.c" --no-bench
+expect_grep "... at static, naming it" "$TMP/out" "rejected: static: line [0-9]+: forbidden #define of 'printf', which the frozen text uses"
 
 # sizes and usage
 expect_rc "explicit shape" 0 "$CUCO" eval "$WL" --sizes M=7,K=5,N=3,small_b --no-bench --json

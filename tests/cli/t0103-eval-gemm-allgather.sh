@@ -15,7 +15,7 @@ expect_rc "static: cheat suite" 0 "$CUCO" eval "$WL" --cheats --static-only
 expect_grep "frozen-text cheat rejected at static" "$TMP/out" "frozen_edit.cu: rejected at static as expected \(static: frozen text differs from the seed at line [0-9]+"
 expect_no_grep "no cheat slips through static wrongly" "$TMP/out" "NOT caught"
 n=$(ls "$WL"/cheats/*.cu "$WL"/cheats/*.edit | wc -l)
-expect_grep "only the judged cheats count" "$TMP/out" "^cheats: 1 rejected at static as expected, 2 need a build \(not judged\), $((n - 3)) need a GPU \(not judged\)$"
+expect_grep "only the judged cheats count" "$TMP/out" "^cheats: 1 rejected at static as expected, 4 need a build \(not judged\), $((n - 5)) need a GPU \(not judged\)$"
 expect_grep "an allowlist cheat needs a build" "$TMP/out" "internal_call.cu: passed the static checks; its rejection at allowlist \(rt_mix64\) needs a build run \(not judged\)"
 # A cheat edit that does not apply (the seed moved on, a typo, bad block
 # syntax) stops the suite before anything runs, naming the file and why.

@@ -37,7 +37,7 @@ expect_rc "--resume finishes the run" 0 "$CUCO" evolve "$WL" --llm none \
   --generations 8 --islands 2 --seed 3 --out "$OUT" --resume
 cp "$TMP/out" "$TMP/resume.out"
 expect_grep "resume says what it picked up" "$TMP/resume.out" \
-  "^resuming run 1: [0-9]+ programs, [1-9][0-9]* to evaluate again"
+  "^resuming run 1: generation [0-9]+ of 8, settings as recorded; [0-9]+ programs, [1-9][0-9]* to evaluate again$"
 [ "$(q "select count(*) from programs where status in ('pending','running')")" = 0 ] &&
   ok "no unfinished rows after resume" || not_ok "no unfinished rows" "$(q 'select id,status from programs')"
 [ "$(q "select count(*) from programs where edit_kind <> 'migrate'")" = 17 ] &&

@@ -37,6 +37,12 @@ ncand=$(sqlite3 "$TMP/run.db" "SELECT count(*) FROM programs WHERE edit_kind <> 
 ncopy=$(sqlite3 "$TMP/run.db" "SELECT count(*) FROM programs WHERE edit_kind = 'migrate'")
 pyjson "run has workload, counts (migrate copies apart), islands, LLM totals" \
   "d['workload']=='gemm_allgather' and d['counts']['total']==$ncand and d['counts']['migrated']==$ncopy and $ncopy>0 and $ncand+$ncopy==40 and d['islands']==[0,1,2,3] and d['llm_totals']['calls']>0 and isinstance(d['machine'],dict) and 'full_8k' in d['baseline']"
+# the headline: no confirmation in this database, so the best's search
+# figure, labelled unconfirmed, against the bar (the fixture has one)
+bid=$(sqlite3 "$TMP/run.db" "SELECT best_program_id FROM runs")
+bsp=$(sqlite3 "$TMP/run.db" "SELECT speedup FROM programs WHERE id=$bid")
+pyjson "run has the headline: the best's figure, unconfirmed, against the bar" \
+  "d['headline']['program_id']==$bid and d['headline']['confirmed'] is False and abs(d['headline']['speedup']-$bsp)<1e-9 and d['headline']['versus']=='bar' and d['headline']['lo'] is None and d['headline']['text'].endswith('x the bar, unconfirmed (the search\'s single measurement)')"
 get "/api/programs" /api/programs 200
 pyjson "programs list every program without code" \
   "len(d['programs'])==40 and all('code' not in p and 'status' in p and 'island' in p for p in d['programs'])"
@@ -63,7 +69,11 @@ get "/api/updates after a write" "/api/updates?since=40" 200
 pyjson "... shows the candidate written meanwhile" "[p['id'] for p in d['programs']]==[$new]"
 
 get "unknown program is 404" /api/program/99999 404
-get "program id must be a number" /api/program/1x 404
+# what is not an id is a bad request, said so; a number no row has is 404
+get "program id must be a number (400)" /api/program/1x 400
+get "a word is no program id (400)" /api/program/abc 400
+pyjson "... and the error names the path and the value" \
+  "d['error'].startswith(\"/api/program/ID: 'abc' is not a program id\")"
 get "unknown API is 404" /api/nope 404
 get "unknown file is 404" /etc/passwd 404
 get "a '..' segment is refused" /../../etc/passwd 400
@@ -73,6 +83,11 @@ get "a backslash is refused" '/..\app.js' 400
 get "a double slash is refused" //app.js 400
 get "a bad island is refused" "/api/programs?island=-1" 400
 get "a bad status is refused" "/api/programs?status=ok'%20OR%201=1" 400
+get "an unknown status is refused, not an empty list" "/api/programs?status=bogus" 400
+pyjson "... naming the valid statuses" \
+  "d['error']=='status=bogus: not one of pending, running, ok, failed, rejected, interrupted'"
+get "an unknown edit kind is refused" "/api/programs?edit_kind=bogus" 400
+get "the status interrupted is a filter" "/api/programs?status=interrupted" 200
 get "an unknown argument is refused" "/api/programs?sql=1" 400
 get "an oversized URL is refused" "/api/programs?island=1&x=$(head -c 3000 /dev/zero | tr '\0' a)" 414
 get "an oversized header is refused" /api/run 431 -H "X-Big: $(head -c 40000 /dev/zero | tr '\0' a)"
@@ -81,6 +96,18 @@ get "a GET with a body is refused" /api/run 413 -X GET --data-binary @"$TMP/run.
 get "a foreign Host is refused on loopback (DNS rebinding)" /api/run 421 -H "Host: evil.example:8077"
 get "localhost is a fine Host" /api/run 200 -H "Host: localhost:8077"
 get "the server still answers" /api/run 200
+
+# A confirmation of the best appears (the server reads the file live): the
+# headline becomes its figure and interval, not the search's.
+sqlite3 "$TMP/run.db" "CREATE TABLE IF NOT EXISTS confirmations (id INTEGER PRIMARY KEY, run_id INTEGER, program_id INTEGER, versus_id INTEGER, versus TEXT, rounds INTEGER, ratio REAL, lo REAL, hi REAL, verdict TEXT, samples_json TEXT, created_at REAL); INSERT INTO confirmations (run_id, program_id, versus_id, versus, rounds, ratio, lo, hi, verdict) VALUES (1, $bid, 0, 'bar', 3, 14.6, 13.9, 15.3, 'best')"
+get "/api/run after a confirmation" /api/run 200
+pyjson "the headline is the confirmed figure with its interval" \
+  "d['headline']['confirmed'] is True and d['headline']['speedup']==14.6 and d['headline']['lo']==13.9 and d['headline']['hi']==15.3 and d['headline']['rounds']==3 and d['headline']['text']=='14.6x the bar, 95% CI [13.9, 15.3], confirmed over 3 rounds' and len(d['confirmations'])==1"
+get "the page" / 200
+expect_grep "the page has a place for the headline" "$TMP/body" 'id="headline"'
+get "app.js" /app.js 200
+expect_grep "the page shows the headline from /api/run" "$TMP/body" "run.headline"
+expect_grep "the tree shows each node's id" "$TMP/body" "class: 'nid'"
 
 # The database file is open read-only: its descriptor's access mode is
 # O_RDONLY (flags & 3 == 0 in /proc/PID/fdinfo).

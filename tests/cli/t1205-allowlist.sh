@@ -39,14 +39,14 @@ PY
 for f in paste cont; do
   expect_rc "$f: the static check does not see it" 0 "$CUCO" eval "$WL" --candidate "$TMP/$f.c" --static-only
   expect_rc "$f: rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/$f.c"
-  expect_grep "$f: one line naming system()" "$TMP/out" "^$f.c: rejected: allowlist: $f.bin calls 'system' \(not on runtime/symbols.allow\) \[cpu_matmul/workload.ini \[allow\] widens it\]$"
+  expect_grep "$f: one line naming system()" "$TMP/out" "^$f.c: rejected: allowlist: $f.bin calls 'system' \(not on runtime/symbols.allow\); to allow it, change the \[allow\] line in workload.ini to \`symbols = fopen, fclose, system\` \[cpu_matmul/workload.ini \[allow\] widens it\]$"
   expect_grep "$f: the stage is named in the progress" "$TMP/out" "^  allowlist FAIL $f.bin calls 'system'"
   expect_no_grep "$f: nothing ran" "$TMP/out" "^  verify"
 done
 expect_rc "mkdir: a hand-declared call off the list is rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/mkdir.c"
 expect_grep "mkdir: named" "$TMP/out" "mkdir.c: rejected: allowlist: mkdir.bin calls 'mkdir' \(not on runtime/symbols.allow\)"
 expect_rc "write: rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/write.c" --json
-expect_grep "write: the JSON verdict names stage and symbol" "$TMP/out" '"error": "allowlist: write.bin calls .write. \(not on runtime/symbols.allow\) \[cpu_matmul/workload.ini \[allow\] widens it\]"'
+expect_grep "write: the JSON verdict names stage and symbol" "$TMP/out" '"error": "allowlist: write.bin calls .write. \(not on runtime/symbols.allow\); to allow it, change the \[allow\] line in workload.ini to `symbols = fopen, fclose, write` \[cpu_matmul/workload.ini \[allow\] widens it\]"'
 expect_grep "write: stage allowlist" "$TMP/out" '"stage": "allowlist"'
 expect_rc "asm: an inline-asm system call is rejected" 1 "$CUCO" eval "$WL" --candidate "$TMP/asm.c"
 expect_grep "asm: named" "$TMP/out" "asm.c: rejected: allowlist: asm.bin makes a raw system call \('syscall' in '[a-z_]+'\)"
@@ -66,7 +66,7 @@ expect_rc "widened: mkdir is allowed" 0 env CUCO_SANDBOX=none "$CUCO" eval "$TMP
 expect_grep "the widening is printed" "$TMP/out" "allowlist ok \(mkdir.bin calls only what runtime/symbols.allow allows; widened by cpu_matmul/workload.ini \[allow\]: fopen, fclose, mkdir, rmdir; no raw system call\)"
 [ -d "$P-mkdir" ] && ok "widened: the call ran" || not_ok "widened: the call ran" "no $P-mkdir"
 expect_rc "widened: system() still rejected" 1 "$CUCO" eval "$TMP/wide" --candidate "$TMP/paste.c"
-expect_grep "the rejection mentions the widening" "$TMP/out" "calls 'system' \(not on runtime/symbols.allow\) \[cpu_matmul/workload.ini \[allow\] widens it\]"
+expect_grep "the rejection mentions the widening" "$TMP/out" "calls 'system' \(not on runtime/symbols.allow\); to allow it, change the \[allow\] line in workload.ini to \`symbols = fopen, fclose, mkdir, rmdir, system\` \[cpu_matmul/workload.ini \[allow\] widens it\]"
 printf '\n[allow]\nsymbols = !printf\n' >>"$TMP/wide/workload.ini"
 expect_rc "a workload cannot deny" 1 "$CUCO" eval "$TMP/wide" --no-bench
 expect_grep "the bad widening is named" "$TMP/err" "wide/workload.ini \[allow\] symbols: '!printf': a workload widens the list, it cannot deny"

@@ -410,10 +410,15 @@ static void test_sandbox_refused(void **state)
   o.envp = env;
   o.sandbox = PROC_SANDBOX_ISOLATED;
   assert_int_equal(proc_run(&o, &r, &e), ERR_PROC);
-  assert_non_null(strstr(e.msg, "not run: [sandbox] mode is bwrap"));
+  assert_non_null(strstr(e.msg, "not run: no sandbox: bubblewrap"));
   proc_result_release(&r);
-  /* auto falls back (with a warning) and runs it under the subreaper */
+  /* issue 47: auto never falls back to running a candidate unconfined; it
+   * refuses, saying how to ask for that; mode none runs it (subreaper) */
   assert_int_equal(sandbox_configure(NULL, "auto", &e), 0);
+  assert_int_equal(proc_run(&o, &r, &e), ERR_PROC);
+  assert_non_null(strstr(e.msg, "[sandbox] mode = none"));
+  proc_result_release(&r);
+  assert_int_equal(sandbox_configure(NULL, "none", &e), 0);
   assert_int_equal(proc_run(&o, &r, &e), 0);
   assert_true(proc_ok(&r));
   assert_false(r.sandboxed);
@@ -421,7 +426,7 @@ static void test_sandbox_refused(void **state)
   assert_int_equal(sandbox_configure(NULL, "nonsense", &e), ERR_CONFIG);
   {
     /* a bwrap that cannot make namespaces (a container's seccomp, or
-     * user namespaces refused): auto falls back, naming its error */
+     * user namespaces refused): auto refuses, naming its error */
     char dir[] = "/tmp/cuco-bwrap-XXXXXX", fake[64], pathv[128];
     FILE *f;
     assert_non_null(mkdtemp(dir));
@@ -437,7 +442,7 @@ static void test_sandbox_refused(void **state)
     setenv("PATH", pathv, 1);
     assert_int_equal(sandbox_configure(NULL, "auto", &e), 0);
     sandbox_state(&ss);
-    assert_int_equal(ss.kind, SANDBOX_KIND_SUBREAPER);
+    assert_int_equal(ss.kind, SANDBOX_KIND_REFUSED);
     assert_non_null(strstr(ss.why, "cannot run here (exit 1: bwrap: No "
                                    "permissions to creating new namespace)"));
     assert_int_equal(sandbox_configure(NULL, "bwrap", &e), 0);

@@ -41,9 +41,13 @@ static void test_not_found(void **state)
   struct router_match m;
   (void)state;
   assert_int_equal(route("GET", "/api/program/0", &m), 404);
-  assert_int_equal(route("GET", "/api/program/-1", &m), 404);
-  assert_int_equal(route("GET", "/api/program/12a", &m), 404);
-  assert_int_equal(route("GET", "/api/program/1234567890123456789", &m), 404);
+  /* what is not an id at all is a bad request (400), not a missing
+   * program, and the reason names the path and the value */
+  assert_int_equal(route("GET", "/api/program/abc", &m), 400);
+  assert_non_null(strstr(m.why, "/api/program/ID: 'abc' is not a program id"));
+  assert_int_equal(route("GET", "/api/program/-1", &m), 400);
+  assert_int_equal(route("GET", "/api/program/12a", &m), 400);
+  assert_int_equal(route("GET", "/api/program/1234567890123456789", &m), 400);
   assert_int_equal(route("GET", "/api/program/", &m), 400); /* ends in / */
   assert_int_equal(route("GET", "/api/other", &m), 404);
   assert_int_equal(route("GET", "/etc/passwd", &m), 404);
@@ -102,6 +106,13 @@ static void test_args(void **state)
   assert_int_equal(router_arg(&m, "island", "99999999999"), 400);
   assert_int_equal(router_arg(&m, "status", "ok' OR 1=1"), 400);
   assert_int_equal(router_arg(&m, "status", "OK"), 400);
+  /* a word that is no status is refused with the valid ones named */
+  assert_int_equal(router_arg(&m, "status", "bogus"), 400);
+  assert_non_null(strstr(m.why, "status=bogus: not one of pending, running, "
+                                "ok, failed, rejected, interrupted"));
+  assert_int_equal(router_arg(&m, "status", "interrupted"), 200);
+  assert_int_equal(router_arg(&m, "edit_kind", "bogus"), 400);
+  assert_non_null(strstr(m.why, "seed, diff, full, cross, tune, migrate"));
   assert_int_equal(router_arg(&m, "since", "1"), 400); /* not this route */
   assert_int_equal(router_arg(&m, "nope", "1"), 400);
   memset(longv, 'a', sizeof longv - 1);
