@@ -126,7 +126,13 @@ static json_t *version_of(const char *path)
  * whether cuco runs inside a Slurm allocation and what it holds. */
 static json_t *probe_mpi(void)
 {
-  static const char *const names[] = {"mpirun", "srun", "sbatch", "salloc"};
+  static const char *const names[] = {
+      "mpirun",
+      bw ? "every rank under the same bwrap command on its node (bwrap and "
+           "cuco-confine at the same paths on every node; runtime workloads: "
+           "the judge starts its worker so)"
+         : "none",
+      "srun", "sbatch", "salloc"};
   static const char *const alloc_env[][2] = {
       {"job_id", "SLURM_JOB_ID"},
       {"nodelist", "SLURM_JOB_NODELIST"},

@@ -15,6 +15,7 @@
 #include "eval_int.h"
 #include "file.h"
 #include "launcher.h"
+#include "sandbox.h"
 #include "proc.h"
 #include "workload.h"
 
@@ -83,6 +84,7 @@ static int ff_launched(const struct eval_opts *o, struct eval_ctx *x,
   struct launcher_result lr;
   char prefix[WORKLOAD_PATH + 64], pkv[WORKLOAD_PATH + 96], label[300];
   const char *extra[2];
+  char **wrapped = NULL;
   int rc;
 
   snprintf(prefix, sizeof(prefix), "%s/metrics.json", x->work_dir);
@@ -91,8 +93,27 @@ static int ff_launched(const struct eval_opts *o, struct eval_ctx *x,
            mode, s->name);
   extra[0] = pkv;
   extra[1] = NULL;
+  /* issue 47: each rank under the same sandbox as a local run, on its node
+   * (bwrap and cuco-confine at the same paths there), with the host
+   * network so the ranks reach each other, and the run's own /dev/shm */
+  {
+    struct sandbox_state ss;
+    sandbox_state(&ss);
+    if (ss.kind == SANDBOX_KIND_REFUSED)
+      return err_set(e, ERR_PROC, "not run: no sandbox: %s", ss.why);
+    if (ss.kind == SANDBOX_KIND_BWRAP) {
+      char shm[WORKLOAD_PATH + 16];
+      const char *rw[] = {x->work_dir, NULL};
+      struct sandbox_req q = {argv[0], argv, x->work_dir, rw, shm, 1, 1};
+      snprintf(shm, sizeof(shm), "%s/.shm", x->work_dir);
+      if ((rc = file_mkdirs(shm, e)))
+        return rc;
+      if (!(wrapped = sandbox_argv_for(&q)))
+        return err_set(e, ERR_NOMEM, "out of memory");
+    }
+  }
   lo.l = o->launcher;
-  lo.argv = argv;
+  lo.argv = wrapped ? (const char *const *)wrapped : argv;
   lo.nranks = x->ranks;
   lo.env_extra = extra;
   lo.work_dir = x->work_dir;
@@ -100,6 +121,7 @@ static int ff_launched(const struct eval_opts *o, struct eval_ctx *x,
   lo.label = label;
   lo.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 120;
   rc = launcher_run(&lo, &lr, e);
+  sandbox_argv_free(wrapped);
   if (rc) {
     launcher_result_release(&lr);
     return rc;
