@@ -126,13 +126,7 @@ static json_t *version_of(const char *path)
  * whether cuco runs inside a Slurm allocation and what it holds. */
 static json_t *probe_mpi(void)
 {
-  static const char *const names[] = {
-      "mpirun",
-      bw ? "every rank under the same bwrap command on its node (bwrap and "
-           "cuco-confine at the same paths on every node; runtime workloads: "
-           "the judge starts its worker so)"
-         : "none",
-      "srun", "sbatch", "salloc"};
+  static const char *const names[] = {"mpirun", "srun", "sbatch", "salloc"};
   static const char *const alloc_env[][2] = {
       {"job_id", "SLURM_JOB_ID"},
       {"nodelist", "SLURM_JOB_NODELIST"},
@@ -233,9 +227,9 @@ static json_t *probe_sandbox(void)
       bw ? "bwrap + cuco-confine around every compile and run"
          : "none: candidates are refused unless [sandbox] mode = none",
       "mpirun",
-      bw ? "runtime workloads: each rank's judge starts its worker under the "
-           "same bwrap command (bwrap and cuco-confine at the same paths on "
-           "every node); freeform programs: not confined"
+      bw ? "every rank under the same bwrap command on its node (bwrap and "
+           "cuco-confine at the same paths on every node; runtime workloads: "
+           "the judge starts its worker so)"
          : "none",
       "srun", bw ? "as mpirun" : "none");
   return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:o, s:o}",
