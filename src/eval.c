@@ -198,10 +198,17 @@ static int stage_judge(const struct eval_opts *o, struct eval_ctx *x,
      * loopback); ranks: the host's, to reach each other */
     char shm[4096];
     struct sandbox_req q = {x->bin_path,  one, x->worker_dir, rw, shm,
-                            x->ranks > 1, 1};
+                            x->ranks > 1, 1,   NULL};
     snprintf(shm, sizeof(shm), "%s/shm", x->worker_dir);
     if ((rc = file_mkdirs(shm, e)))
       return rc;
+    /* the judge gives its worker the ranks' LD_LIBRARY_PATH: x->lib_dirs
+     * (NCCL's and CUDA's library folders) before cuco's own */
+    char ldp[sizeof(x->lib_dirs) + 4096];
+    const char *cur = getenv("LD_LIBRARY_PATH");
+    snprintf(ldp, sizeof(ldp), "%s%s%s", x->lib_dirs,
+             *x->lib_dirs && cur && *cur ? ":" : "", cur ? cur : "");
+    q.ld_path = ldp;
     wargv = sandbox_argv_for(&q);
     if (!wargv)
       return err_set(e, ERR_NOMEM, "out of memory");

@@ -104,7 +104,7 @@ static int ff_launched(const struct eval_opts *o, struct eval_ctx *x,
     if (ss.kind == SANDBOX_KIND_BWRAP) {
       char shm[WORKLOAD_PATH + 16];
       const char *rw[] = {x->work_dir, NULL};
-      struct sandbox_req q = {argv[0], argv, x->work_dir, rw, shm, 1, 1};
+      struct sandbox_req q = {argv[0], argv, x->work_dir, rw, shm, 1, 1, NULL};
       snprintf(shm, sizeof(shm), "%s/.shm", x->work_dir);
       if ((rc = file_mkdirs(shm, e)))
         return rc;

@@ -880,12 +880,17 @@ int proc_run(const struct proc_opts *o, struct proc_result *res, struct err *e)
       int ranks = o->sandbox == PROC_SANDBOX_RANKS;
       char shm[4096];
       struct sandbox_req q = {exe,  o->argv, o->cwd, o->rw_dirs,
-                              NULL, ranks,   ranks};
+                              NULL, ranks,   ranks,  NULL};
       /* the ranks of one run share a /dev/shm of their own */
       if (ranks && o->cwd &&
           snprintf(shm, sizeof(shm), "%s/.shm", o->cwd) < (int)sizeof(shm) &&
           (mkdir(shm, 0700) == 0 || errno == EEXIST))
         q.shm = shm;
+      /* the folders of the child's own LD_LIBRARY_PATH (NCCL's, the
+       * ranks' lib dirs), not only cuco's */
+      for (int i = 0; envp[i]; i++)
+        if (!strncmp(envp[i], "LD_LIBRARY_PATH=", 16))
+          q.ld_path = envp[i] + 16;
       wrapped = sandbox_argv_for(&q);
       if (!wrapped)
         return err_set(e, ERR_NOMEM, "out of memory");

@@ -166,7 +166,7 @@ static void probe(void)
     snprintf(truep, sizeof(truep), "/bin/true");
   {
     const char *const targv[] = {truep, NULL};
-    struct sandbox_req q = {truep, targv, NULL, NULL, NULL, 0, 0};
+    struct sandbox_req q = {truep, targv, NULL, NULL, NULL, 0, 0, NULL};
     argv = sandbox_argv_for(&q);
   }
   env = proc_env_new(proc_env_default_allow, NULL);
@@ -376,7 +376,7 @@ static void bind_named_reads(const struct sandbox_req *r, struct sb_args *a)
     else
       bind_named_in(a, p);
   }
-  bind_named_in(a, getenv("LD_LIBRARY_PATH"));
+  bind_named_in(a, r->ld_path ? r->ld_path : getenv("LD_LIBRARY_PATH"));
 }
 
 /* cuco-confine: $CUCO_CONFINE (an install that keeps it elsewhere, the

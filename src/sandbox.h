@@ -82,6 +82,8 @@ struct sandbox_req {
   const char *shm;         /* the run's folder for /dev/shm, or NULL */
   int share_net;           /* the host network (multi-rank runs) */
   int inet;                /* may open inet sockets (runs, not builds) */
+  const char *ld_path;     /* the child's LD_LIBRARY_PATH (its folders are
+                              bound read-only); NULL: cuco's own */
 };
 
 /* The argv that runs R under bubblewrap and cuco-confine (missing paths
