@@ -18,7 +18,7 @@
 #define OD_OUT_MAX (256u << 20)
 #define TOOL_T_S   120.0
 
-enum { SC_ALL = 0, SC_CANDIDATE = 1, SC_BASELINE = 2 };
+enum { SC_ALL = 0, SC_CANDIDATE = 1, SC_BASELINE = 2, SC_FREEFORM = 3 };
 
 struct allow_pat {
   char *pat;
@@ -118,10 +118,12 @@ struct allow *allow_load(const char *path, struct err *e)
         scope = SC_CANDIDATE;
       else if (len == 10 && !strncmp(p, "[baseline]", 10))
         scope = SC_BASELINE;
+      else if (len == 10 && !strncmp(p, "[freeform]", 10))
+        scope = SC_FREEFORM;
       else {
         err_set(e, ERR_PARSE,
                 "%s:%d: unknown section '%.*s' ([all], [candidate], "
-                "[baseline])",
+                "[baseline], [freeform])",
                 path, lineno, (int)len, p);
         goto fail;
       }
@@ -194,23 +196,57 @@ int allow_glob(const char *pat, const char *name)
   return !*pat;
 }
 
-int allow_match(const struct allow *a, const char *name, const char *demangled,
-                int baseline)
+/* Whether a line of scope SC (not [freeform]) concerns the program. */
+static int in_scope(int sc, int baseline)
+{
+  return sc == SC_ALL || (sc == SC_BASELINE && baseline) ||
+         (sc == SC_CANDIDATE && !baseline);
+}
+
+/* A [freeform] line's verdict on the name: 0 denied, 1 allowed, -1 none. */
+static int freeform_verdict(const struct allow *a, const char *name,
+                            const char *demangled)
 {
   int i, pass;
 
+  for (pass = 0; pass < 2; pass++)
+    for (i = 0; i < a->n; i++) {
+      const struct allow_pat *p = &a->v[i];
+      if (p->scope != SC_FREEFORM || p->deny != !pass)
+        continue;
+      if (allow_glob(p->pat, name) ||
+          (demangled && allow_glob(p->pat, demangled)))
+        return pass;
+    }
+  return -1;
+}
+
+int allow_match_program(const struct allow *a, const char *name,
+                        const char *demangled, int baseline, int freeform)
+{
+  int i, pass, v;
+
+  /* a freeform program is a whole program: its [freeform] lines decide
+   * first */
+  if (freeform && (v = freeform_verdict(a, name, demangled)) >= 0)
+    return v;
   /* denials first, whatever their place in the file */
   for (pass = 0; pass < 2; pass++)
     for (i = 0; i < a->n; i++) {
       const struct allow_pat *p = &a->v[i];
-      if (p->deny != !pass || (p->scope == SC_BASELINE && !baseline) ||
-          (p->scope == SC_CANDIDATE && baseline))
+      if (p->deny != !pass || !in_scope(p->scope, baseline))
         continue;
       if (allow_glob(p->pat, name) ||
           (demangled && allow_glob(p->pat, demangled)))
         return pass;
     }
   return 0;
+}
+
+int allow_match(const struct allow *a, const char *name, const char *demangled,
+                int baseline)
+{
+  return allow_match_program(a, name, demangled, baseline, 0);
 }
 
 /* Run a binutils tool; its stdout in *out (caller releases). */
@@ -335,14 +371,15 @@ void allow_demangle(const char *name, char *out, size_t n)
 /* Whether a denial of the scope matches NAME or DEMANGLED: no workload
  * line can allow that symbol. */
 static int denied(const struct allow *a, const char *name,
-                  const char *demangled, int baseline)
+                  const char *demangled, int baseline, int freeform)
 {
-  int i;
+  int i, v;
 
+  if (freeform && (v = freeform_verdict(a, name, demangled)) >= 0)
+    return !v;
   for (i = 0; i < a->n; i++) {
     const struct allow_pat *p = &a->v[i];
-    if (!p->deny || (p->scope == SC_BASELINE && !baseline) ||
-        (p->scope == SC_CANDIDATE && baseline))
+    if (!p->deny || !in_scope(p->scope, baseline))
       continue;
     if (allow_glob(p->pat, name) ||
         (demangled && allow_glob(p->pat, demangled)))
@@ -399,12 +436,12 @@ static int check_symbols(const struct allow *a, const char *path,
     char name[1024], dname[1024];
     if (nm_name(p, pl, name, sizeof(name))) {
       allow_demangle(name, dname, sizeof(dname));
-      if (!allow_match(a, name, dname, baseline)) {
+      if (!allow_match_program(a, name, dname, baseline, dynamic)) {
         if (nbad < 4)
           snprintf(bad[nbad], sizeof(bad[0]), "%s", dname);
         nbad++;
-        if (dynamic && !denied(a, name, dname, baseline) && nmore < 8 &&
-            strlen(more) + strlen(name) + 3 < sizeof(more))
+        if (dynamic && !denied(a, name, dname, baseline, dynamic) &&
+            nmore < 8 && strlen(more) + strlen(name) + 3 < sizeof(more))
           snprintf(more + strlen(more), sizeof(more) - strlen(more), "%s%s",
                    nmore++ ? ", " : "", name);
       }
@@ -441,6 +478,26 @@ static int def_line(const char *line, size_t len, char *type, char *out,
   *type = sp[1];
   snprintf(out, n, "%.*s", (int)(len - (size_t)(sp + 3 - line)), sp + 3);
   return *out != '\0';
+}
+
+/* Whether the list allows DNAME, the demangled form of a C++ symbol, by a
+ * pattern written for C++ names ("operator new(*", "rt_stream(wl_ctx*)",
+ * "std::terminate()"): a C pattern such as "exp*" is about exp and expf,
+ * not about "expert_kernel(float const*)", whose raw name (_Z13expert...)
+ * can replace no C function. */
+static int cxx_allowed(const struct allow *a, const char *dname, int baseline)
+{
+  int i;
+
+  if (!allow_match(a, dname, NULL, baseline))
+    return 0;
+  for (i = 0; i < a->n; i++) {
+    const struct allow_pat *p = &a->v[i];
+    if (!p->deny && in_scope(p->scope, baseline) && strpbrk(p->pat, "(: ") &&
+        allow_glob(p->pat, dname))
+      return 1;
+  }
+  return 0;
 }
 
 /* What the implementation defines must not be a name the list allows:
@@ -482,7 +539,8 @@ static int check_defs(const struct allow *a, const char *path,
         ;
       if (!abi[i] &&
           (allow_match(a, name, NULL, 0) || allow_match(a, name, NULL, 1) ||
-           allow_match(a, dname, NULL, 0) || allow_match(a, dname, NULL, 1)))
+           (strcmp(name, dname) &&
+            (cxx_allowed(a, dname, 0) || cxx_allowed(a, dname, 1)))))
         rc = err_set(e, ERR_CHECK,
                      "%s defines '%.120s', a name on %s (it would replace "
                      "what the program links)",

@@ -15,7 +15,9 @@
  * lines say whom the following lines concern: "[all]" (the default) every
  * implementation, "[candidate]" device candidates only (seeds, cheats,
  * search candidates: e.g. "!ncclAllGather", host collectives), "[baseline]"
- * host-driven baselines only.  A workload widens the list with
+ * host-driven baselines only, "[freeform]" the programs of freeform
+ * workloads only, before every other section (allow_match_program).  A
+ * workload widens the list with
  * workload.ini `[allow] symbols = PATTERN, PATTERN` (allowing, for every
  * implementation; it cannot deny).
  */
@@ -46,6 +48,14 @@ int allow_widen(struct allow *a, const char *list, struct err *e) WARN_UNUSED;
  * denial of its scope matches either form, and an allowing pattern does. */
 int allow_match(const struct allow *a, const char *name, const char *demangled,
                 int baseline);
+
+/* allow_match() for a whole program when FREEFORM (a freeform workload's,
+ * allow_check's DYNAMIC): the list's [freeform] lines decide first, a
+ * denial there before an allowance, over every other section (such a
+ * program sets up its own devices and communicators, which a runtime
+ * implementation may not). */
+int allow_match_program(const struct allow *a, const char *name,
+                        const char *demangled, int baseline, int freeform);
 
 /* What `nm -C` prints for the raw symbol NAME ("_ZNSt6vectorIiSaIiEED1Ev",
  * "_Z1fv@GLIBCXX_3.4"), truncated to fit OUT (N bytes); a name that does

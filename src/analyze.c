@@ -256,6 +256,7 @@ static struct analyze_op *new_op(struct ctx *c, enum analyze_kind k,
   op->col = c->l->v[name_tok].col;
   cutok_text(c->l, name_tok, op->name, sizeof(op->name));
   op->group = c->group_depth > 0 ? c->group_cur : 0;
+  op->tok = (long)name_tok;
   return op;
 }
 
@@ -346,6 +347,12 @@ static int do_nccl(struct ctx *c, size_t t, size_t fbody, int func)
     snprintf(op->stream, sizeof(op->stream), "%s", op->args[sig->stream]);
   key_of(c, st, en, op->nargs, sig->send, key);
   add_key(op->reads, &op->nreads, key);
+  if (sig->send >= 0 && sig->recv >= 0 && *key) {
+    char rkey[ANALYZE_TEXT];
+    key_of(c, st, en, op->nargs, sig->recv, rkey);
+    /* ncclAllReduce(y, y, ...), ncclAllGather(buf + r * n, buf, ...) */
+    op->in_place = !strcmp(key, rkey) || sig->send == sig->recv;
+  }
   key_of(c, st, en, op->nargs, sig->recv, key);
   add_key(op->writes, &op->nwrites, key);
   if (!strcmp(sig->name, "ncclMemAlloc")) {
@@ -495,13 +502,31 @@ static int do_launch(struct ctx *c, size_t t, size_t fbody, int func)
   if (fi < 0 || !c->r->funcs[fi].is_kernel)
     op->writes_assumed = 1;
   for (k = 0; k < (size_t)op->nargs; k++) {
+    const struct analyze_func *f =
+        op->writes_assumed ? NULL : &c->r->funcs[fi];
+    int known = f && k < (size_t)f->nparams;
+    enum analyze_value v;
     buffer_key(l, st[k], en[k], key, sizeof(key));
-    if (op->writes_assumed || (k < (size_t)c->r->funcs[fi].nparams &&
-                               c->r->funcs[fi].param_written[k]))
+    if (!*key)
+      continue;
+    v = analyze_value_kind(c->r, key);
+    /* a value, not a buffer: the kernel's parameter is not a pointer, or
+     * the argument is declared as a number, stream, struct... */
+    if ((known && !f->param_ptr[k]) || v == ANALYZE_VAL_SCALAR ||
+        v == ANALYZE_VAL_OTHER) {
+      add_key(op->scalars, &op->nscalars, key);
+      continue;
+    }
+    /* unknown kernels may load and store any buffer they get */
+    if (!known || f->param_written[k])
       add_key(op->writes, &op->nwrites, key);
-    else
+    if (!known || f->param_read[k] || !f->param_written[k])
       add_key(op->reads, &op->nreads, key);
   }
+  for (k = 0; k < (size_t)op->nreads; k++)
+    for (n = 0; n < op->nwrites; n++)
+      if (!op->writes_assumed && !strcmp(op->reads[k], op->writes[n]))
+        op->in_place = 1;
   return 0;
 }
 
@@ -594,9 +619,15 @@ static int do_external(struct ctx *c, size_t t, int func)
   snprintf(op->category, sizeof(op->category), "%s", gemm ? "gemm" : "call");
   fill_args(c, op, t + 1, st, en);
   for (k = 0; k < op->nargs; k++) {
+    enum analyze_value v;
     if (!arg_may_be_buffer(c->l, st[k], en[k]))
       continue;
     buffer_key(c->l, st[k], en[k], key, sizeof(key));
+    v = analyze_value_kind(c->r, key);
+    if (v == ANALYZE_VAL_SCALAR || v == ANALYZE_VAL_OTHER) {
+      add_key(op->scalars, &op->nscalars, key);
+      continue;
+    }
     add_key(op->reads, &op->nreads, key);
     if (gemm)
       add_key(op->writes, &op->nwrites, key);
@@ -618,14 +649,33 @@ static void resolve_aliases(struct ctx *c, size_t open, size_t first_op)
   int n = 0, k, m, hop;
 
   for (i = open + 1; i + 1 < close && n < MAX_ALIASES; i++) {
-    size_t e;
+    size_t e, j;
+    int call = 0;
+    if ((tok_is(l, i, "swap") && tok_is(l, i + 1, "(")) &&
+        l->v[i + 1].match > 0) {
+      /* std::swap(cur, next): one double buffer under two names */
+      size_t st[ANALYZE_MAX_ARGS], en[ANALYZE_MAX_ARGS];
+      if (split_args(l, i + 1, st, en, ANALYZE_MAX_ARGS) == 2) {
+        buffer_key(l, st[0], en[0], keys[n], ANALYZE_TEXT);
+        buffer_key(l, st[1], en[1], names[n], 64);
+        if (keys[n][0] && names[n][0] && strcmp(keys[n], names[n]))
+          n++;
+      }
+      continue;
+    }
     if (!(tok_is(l, i, "=") && tok_ident(l, i - 1) && tok_is(l, i - 2, "*")))
       continue;
     for (e = i + 1; e < close && !tok_is(l, e, ";") && !tok_is(l, e, ",");)
       e = l->v[e].match > (long)e ? (size_t)l->v[e].match + 1 : e + 1;
     buffer_key(l, i + 1, e, keys[n], ANALYZE_TEXT);
     cutok_text(l, i - 1, names[n], 64);
-    if (keys[n][0] && strcmp(keys[n], names[n]))
+    /* "T *p = (T *)malloc(n)": a new buffer, not another name of one */
+    for (j = i + 1; j + 1 < e; j++)
+      if (tok_ident(l, j) && tok_is(l, j + 1, "(") &&
+          l->v[j].len == strlen(keys[n]) &&
+          !memcmp(l->src + l->v[j].off, keys[n], l->v[j].len))
+        call = 1;
+    if (keys[n][0] && strcmp(keys[n], names[n]) && !call)
       n++;
   }
   for (o = first_op; o < c->r->nops; o++) {
@@ -648,6 +698,54 @@ static int device_noise(const char *name)
   return !strncmp(name, "ncclCoop", 8) || !strncmp(name, "ncclTeamTag", 11) ||
          !strcmp(name, "ncclTeamWorld") || !strcmp(name, "ncclTeamLsa") ||
          !strcmp(name, "ncclTeamRail") || !strncmp(name, "ncclGin_", 8);
+}
+
+/* The loops of the body at OPEN ("for (...) {...}", "while (...) stmt;",
+ * "do {...}") that hold each op, innermost first. */
+static void mark_loops(const struct cutok_list *l, size_t open,
+                       struct analyze_op *ops, size_t nops)
+{
+  size_t close = (size_t)l->v[open].match, i, o;
+
+  for (i = open + 1; i < close; i++) {
+    size_t lo, hi;
+    if (tok_is(l, i, "do") && tok_is(l, i + 1, "{") && l->v[i + 1].match > 0) {
+      lo = i + 1;
+      hi = (size_t)l->v[i + 1].match;
+    } else if ((tok_is(l, i, "for") || tok_is(l, i, "while")) &&
+               tok_is(l, i + 1, "(") && l->v[i + 1].match > 0) {
+      lo = (size_t)l->v[i + 1].match + 1;
+      if (tok_is(l, lo, "{") && l->v[lo].match > (long)lo)
+        hi = (size_t)l->v[lo].match;
+      else
+        for (hi = lo; hi < close && !tok_is(l, hi, ";");)
+          hi = l->v[hi].match > (long)hi ? (size_t)l->v[hi].match + 1 : hi + 1;
+    } else {
+      continue;
+    }
+    for (o = 0; o < nops; o++) {
+      struct analyze_op *op = &ops[o];
+      int k, at;
+      if (op->tok < (long)lo || op->tok > (long)hi)
+        continue;
+      /* keep innermost first: insert by range size */
+      for (at = 0; at < op->nloops &&
+                   op->loop_hi[at] - op->loop_lo[at] <= (long)(hi - lo);)
+        at++;
+      if (at >= ANALYZE_MAX_LOOPS)
+        continue;
+      for (k = op->nloops < ANALYZE_MAX_LOOPS ? op->nloops
+                                              : ANALYZE_MAX_LOOPS - 1;
+           k > at; k--) {
+        op->loop_lo[k] = op->loop_lo[k - 1];
+        op->loop_hi[k] = op->loop_hi[k - 1];
+      }
+      op->loop_lo[at] = (long)lo;
+      op->loop_hi[at] = (long)hi;
+      if (op->nloops < ANALYZE_MAX_LOOPS)
+        op->nloops++;
+    }
+  }
 }
 
 static int scan_body(struct ctx *c, size_t open, int func)
@@ -702,8 +800,10 @@ static int scan_body(struct ctx *c, size_t open, int func)
       }
     }
   }
-  if (!rc)
+  if (!rc) {
     resolve_aliases(c, open, first_op);
+    mark_loops(l, open, c->r->ops + first_op, c->r->nops - first_op);
+  }
   return rc;
 }
 
@@ -771,61 +871,159 @@ static int name_index(char names[][64], int n, const struct cutok_list *l,
   return -1;
 }
 
-/* Which kernel parameters are stored through: "p[i] = ", "*p = ",
- * "cast<T*>(p)[i] = ", "atomicAdd(&p[i], ...)", also through a local
- * alias "T *q = p + off;". */
-static void kernel_writes(const struct cutok_list *l, size_t open,
-                          struct analyze_func *f)
+/* Whether the lvalue tokens [s, e) declare a name ("float x", "const T
+ * *q", ", *v") rather than store through one: two names side by side, or a
+ * declarator that follows a comma. */
+static int is_declaration(const struct cutok_list *l, size_t s, size_t e)
+{
+  size_t j;
+  int prev_ident = 0;
+
+  if (s > 0 && tok_is(l, s - 1, ",") && tok_is(l, s, "*"))
+    return 1;
+  for (j = s; j < e; j++) {
+    if (tok_is(l, j, "[") && l->v[j].match > (long)j) {
+      j = (size_t)l->v[j].match;
+      prev_ident = 0;
+      continue;
+    }
+    if (tok_ident(l, j)) {
+      if (prev_ident)
+        return 1;
+      prev_ident = 1;
+    } else if (!tok_is(l, j, "*") && !tok_is(l, j, "&")) {
+      prev_ident = 0;
+    }
+  }
+  return 0;
+}
+
+/* Mark base[j] = how for the names at the base of the lvalue [s, e): not
+ * inside a subscript ("out[i * n]": out, not n). */
+static void mark_bases(const struct cutok_list *l, size_t s, size_t e,
+                       unsigned char *base, size_t off, unsigned char how)
+{
+  size_t j;
+
+  for (j = s; j < e; j++) {
+    if (tok_is(l, j, "[") && l->v[j].match > (long)j) {
+      j = (size_t)l->v[j].match;
+      continue;
+    }
+    if (tok_ident(l, j))
+      base[j - off] = how;
+  }
+}
+
+#define ACC_STORE  1 /* "p[i] = v": written */
+#define ACC_UPDATE 2 /* "p[i] += v", "p[i]++", atomicAdd(&p[i], v) */
+#define ACC_SKIP   3 /* a pointer reassigned, or an alias declared */
+
+/* Which parameters a kernel or device function stores through and which
+ * it loads from: "p[i] = ", "*p = ", "cast<T*>(p)[i] = " store; "p[i] +=",
+ * "p[i]++", "atomicAdd(&p[i], ...)" store and load (in place); any other
+ * use loads, also through a local alias "T *q = p + off;" and through a
+ * call of a device function defined earlier in the file (FUNCS[0..NF)). */
+static void kernel_access(const struct cutok_list *l, size_t open,
+                          struct analyze_func *f,
+                          const struct analyze_func *funcs, size_t nf)
 {
   size_t close = (size_t)l->v[open].match, i, j;
   char alias[64][64];
   int alias_of[64], nalias = 0, k;
+  unsigned char *base = calloc(close - open + 1, 1);
 
+  if (!base)
+    return;
   for (i = open + 1; i < close; i++) {
-    /* a declaration "... q = p ..." makes q an alias of p */
-    if (tok_is(l, i, "=") && tok_ident(l, i - 1) && nalias < 64) {
+    /* a declaration "... *q = p ..." makes q an alias of p */
+    if (tok_is(l, i, "=") && tok_ident(l, i - 1) && tok_is(l, i - 2, "*")) {
       char key[ANALYZE_TEXT];
       size_t e = i + 1;
       while (e < close && !tok_is(l, e, ";") && !tok_is(l, e, ","))
         e = l->v[e].match > (long)e ? (size_t)l->v[e].match + 1 : e + 1;
       buffer_key(l, i + 1, e, key, sizeof(key));
-      for (k = 0; k < f->nparams; k++)
-        if (!strcmp(key, f->params[k]) && tok_is(l, i - 2, "*")) {
+      for (k = 0; k < f->nparams && nalias < 64; k++)
+        if (!strcmp(key, f->params[k])) {
           cutok_text(l, i - 1, alias[nalias], 64);
           alias_of[nalias++] = k;
+          for (j = i - 1; j < e; j++) /* the declaration itself: no use */
+            base[j - open] = ACC_SKIP;
         }
     }
+  }
+  for (i = open + 1; i < close; i++) {
+    int plain = tok_is(l, i, "=");
     if (is_assign(l, i) || tok_is(l, i, "++") || tok_is(l, i, "--")) {
       size_t s = lvalue_start(l, open, i);
       int deref = 0;
+      if (s == i && (tok_is(l, i, "++") || tok_is(l, i, "--"))) {
+        /* prefix: "++p[i]" */
+        s = i + 1;
+        for (j = s; j < close && (tok_ident(l, j) || tok_is(l, j, "->") ||
+                                  tok_is(l, j, ".") || tok_is(l, j, "["));)
+          j = tok_is(l, j, "[") && l->v[j].match > (long)j
+                  ? (size_t)l->v[j].match + 1
+                  : j + 1;
+        if (s < j && tok_is(l, s, "*") == 0)
+          for (size_t q = s; q < j; q++)
+            deref |= tok_is(l, q, "[");
+        if (deref)
+          mark_bases(l, s, j, base, open, ACC_UPDATE);
+        continue;
+      }
       for (j = s; j < i; j++)
         if (tok_is(l, j, "[") || tok_is(l, j, "*"))
           deref = 1;
-      for (j = s; deref && j < i; j++) {
-        if (!tok_ident(l, j))
-          continue;
-        if ((k = name_index(f->params, f->nparams, l, j)) >= 0)
-          f->param_written[k] = 1;
-        if ((k = name_index(alias, nalias, l, j)) >= 0)
-          f->param_written[alias_of[k]] = 1;
+      if (is_declaration(l, s, i))
+        continue;
+      if (!deref) { /* the pointer itself reassigned: no access */
+        mark_bases(l, s, i, base, open, ACC_SKIP);
+        continue;
       }
+      mark_bases(l, s, i, base, open, plain ? ACC_STORE : ACC_UPDATE);
     }
     if (tok_ident(l, i) && tok_is(l, i + 1, "(") && l->v[i + 1].match > 0) {
-      char nm[32];
+      char nm[96];
+      size_t e = i + 2;
       cutok_text(l, i, nm, sizeof(nm));
       if (!strncmp(nm, "atomic", 6)) {
-        size_t e = i + 2;
         while (e < (size_t)l->v[i + 1].match && !tok_is(l, e, ","))
-          e++;
-        for (j = i + 2; j < e; j++) {
-          if ((k = name_index(f->params, f->nparams, l, j)) >= 0)
-            f->param_written[k] = 1;
-          if ((k = name_index(alias, nalias, l, j)) >= 0)
-            f->param_written[alias_of[k]] = 1;
-        }
+          e = l->v[e].match > (long)e ? (size_t)l->v[e].match + 1 : e + 1;
+        mark_bases(l, i + 2, e, base, open, ACC_UPDATE);
+        continue;
+      }
+      for (size_t fi = 0; fi < nf; fi++) {
+        size_t st[ANALYZE_MAX_ARGS], en[ANALYZE_MAX_ARGS];
+        int n;
+        if (strcmp(funcs[fi].name, nm) || !funcs[fi].is_device)
+          continue;
+        /* a device function defined earlier: its own access decides */
+        n = split_args(l, i + 1, st, en, ANALYZE_MAX_ARGS);
+        for (k = 0; k < n && k < funcs[fi].nparams; k++)
+          if (funcs[fi].param_written[k])
+            mark_bases(l, st[k], en[k], base, open,
+                       funcs[fi].param_read[k] ? ACC_UPDATE : ACC_STORE);
+        break;
       }
     }
   }
+  for (i = open + 1; i < close; i++) {
+    unsigned char how = base[i - open];
+    if (!tok_ident(l, i) || how == ACC_SKIP ||
+        (i > 0 && (tok_is(l, i - 1, ".") || tok_is(l, i - 1, "->"))))
+      continue;
+    if ((k = name_index(f->params, f->nparams, l, i)) < 0 &&
+        (k = name_index(alias, nalias, l, i)) >= 0)
+      k = alias_of[k];
+    if (k < 0)
+      continue;
+    if (how == ACC_STORE || how == ACC_UPDATE)
+      f->param_written[k] = 1;
+    if (how != ACC_STORE)
+      f->param_read[k] = 1;
+  }
+  free(base);
 }
 
 /* If the "{" at index b opens a function body, fill *f and return 1. */
@@ -882,11 +1080,17 @@ static int function_head(const struct cutok_list *l, size_t b,
   n = split_args(l, open, st, en, ANALYZE_MAX_ARGS);
   for (q = 0; q < n; q++) {
     size_t j, last = 0;
-    for (j = st[q]; j < en[q] && !tok_is(l, j, "="); j++)
+    int ptr = 0;
+    for (j = st[q]; j < en[q] && !tok_is(l, j, "="); j++) {
       if (tok_ident(l, j))
         last = j;
-    if (last)
+      if (tok_is(l, j, "*") || tok_is(l, j, "["))
+        ptr = 1;
+    }
+    if (last) {
+      f->param_ptr[f->nparams] = ptr;
       cutok_text(l, last, f->params[f->nparams++], 64);
+    }
   }
   if (f->nparams == 1 && !strcmp(f->params[0], "void"))
     f->nparams = 0;
@@ -914,8 +1118,8 @@ static int walk(struct ctx *c, int find)
       if (!nv)
         return err_set(c->e, ERR_NOMEM, "out of memory");
       c->r->funcs = nv;
-      if (f.is_kernel)
-        kernel_writes(l, i, &f);
+      if (f.is_kernel || f.is_device)
+        kernel_access(l, i, &f, c->r->funcs, c->r->nfuncs);
       c->r->funcs[c->r->nfuncs++] = f;
     } else if ((rc = scan_body(c, i, fi++)) != 0) {
       return rc;
@@ -925,8 +1129,385 @@ static int walk(struct ctx *c, int find)
   return 0;
 }
 
+/* ---- declarations: what a name stands for ---- */
+
+static int is_scalar_type(const struct cutok_list *l, size_t i)
+{
+  static const char *const t[] = {
+      "int",           "long",          "short",        "unsigned",
+      "signed",        "char",          "bool",         "float",
+      "double",        "size_t",        "ssize_t",      "ptrdiff_t",
+      "int8_t",        "int16_t",       "int32_t",      "int64_t",
+      "uint8_t",       "uint16_t",      "uint32_t",     "uint64_t",
+      "intptr_t",      "uintptr_t",     "half",         "__half",
+      "__nv_bfloat16", "nv_bfloat16",   "float2",       "float4",
+      "int2",          "int4",          "__half2",      "char16_t",
+      "wchar_t",       "__nv_fp8_e4m3", "__nv_fp8_e5m2"};
+  size_t k;
+  for (k = 0; k < sizeof(t) / sizeof(t[0]); k++)
+    if (tok_is(l, i, t[k]))
+      return 1;
+  return 0;
+}
+
+static int is_decl_qualifier(const struct cutok_list *l, size_t i)
+{
+  static const char *const q[] = {
+      "const",        "static",       "volatile", "constexpr",
+      "extern",       "register",     "inline",   "__shared__",
+      "__constant__", "__device__",   "__host__", "__managed__",
+      "struct",       "enum",         "class",    "mutable",
+      "thread_local", "__restrict__", "restrict", "__forceinline__",
+      "__global__",   "typename"};
+  size_t k;
+  for (k = 0; k < sizeof(q) / sizeof(q[0]); k++)
+    if (tok_is(l, i, q[k]))
+      return 1;
+  return 0;
+}
+
+/* Words that start a statement, never a declaration. */
+static int is_stmt_word(const struct cutok_list *l, size_t i)
+{
+  static const char *const w[] = {
+      "goto",     "using",   "namespace", "template",  "operator",
+      "public",   "private", "protected", "default",   "break",
+      "continue", "typedef", "auto",      "co_return", "static_assert",
+      "asm",      "__asm__", "true",      "false",     "nullptr",
+      "NULL",     "this"};
+  size_t k;
+  if (is_keyword(l, i))
+    return 1;
+  for (k = 0; k < sizeof(w) / sizeof(w[0]); k++)
+    if (tok_is(l, i, w[k]))
+      return 1;
+  return 0;
+}
+
+struct decl_table {
+  struct analyze_decl *v;
+  size_t n, cap;
+};
+
+static int decl_add(struct decl_table *t, const char *name,
+                    enum analyze_value kind)
+{
+  static const int rank[] = {0, 3, 2, 1}; /* buffer > scalar > other */
+  size_t i;
+
+  if (!*name)
+    return 0;
+  for (i = 0; i < t->n; i++)
+    if (!strcmp(t->v[i].name, name)) {
+      if (rank[kind] > rank[t->v[i].kind])
+        t->v[i].kind = kind;
+      return 0;
+    }
+  if (t->n == t->cap) {
+    size_t nc = t->cap ? t->cap * 2 : 64;
+    struct analyze_decl *nv = realloc(t->v, nc * sizeof(*nv));
+    if (!nv)
+      return ERR_NOMEM;
+    t->v = nv;
+    t->cap = nc;
+  }
+  snprintf(t->v[t->n].name, sizeof(t->v[0].name), "%s", name);
+  t->v[t->n++].kind = kind;
+  return 0;
+}
+
+/* Past a template argument list at l[i] == "<": the index after its ">",
+ * or 0 when what follows is not one (a comparison). */
+static size_t skip_template(const struct cutok_list *l, size_t i, size_t end)
+{
+  int depth = 0;
+  size_t j;
+
+  for (j = i; j < end && j < i + 64; j++) {
+    if (tok_is(l, j, "<"))
+      depth++;
+    else if (tok_is(l, j, ">"))
+      depth--;
+    else if (tok_is(l, j, ">>"))
+      depth -= 2;
+    else if (!tok_ident(l, j) && l->v[j].kind != CUTOK_NUMBER &&
+             !tok_is(l, j, "::") && !tok_is(l, j, ",") && !tok_is(l, j, "*"))
+      return 0;
+    if (depth <= 0)
+      return depth == 0 ? j + 1 : 0;
+  }
+  return 0;
+}
+
+static int ends_declarator(const struct cutok_list *l, size_t i)
+{
+  return tok_is(l, i, "=") || tok_is(l, i, ",") || tok_is(l, i, ";") ||
+         tok_is(l, i, "[") || tok_is(l, i, ")") || tok_is(l, i, ":") ||
+         tok_is(l, i, "{");
+}
+
+/* The declarators of a declaration whose type starts at token i ("int m =
+ * 4096, n", "const float *x", "cudaStream_t s[8]"): each name and whether
+ * it is a pointer, a value of a scalar type, or something else. */
+static int decl_at(const struct cutok_list *l, size_t i, struct decl_table *t)
+{
+  size_t j = i;
+  int words = 0, scalar = 1, rc = 0;
+
+  while (j < l->n) { /* the type: qualifiers, names, ::, template args */
+    if (is_decl_qualifier(l, j)) {
+      j++;
+      continue;
+    }
+    if (!tok_ident(l, j) || is_stmt_word(l, j))
+      break;
+    /* a name followed by the end of a declarator is the declared name */
+    if (words > 0 && ends_declarator(l, j + 1))
+      break;
+    words++;
+    scalar &= is_scalar_type(l, j);
+    j++;
+    if (tok_is(l, j, "::")) {
+      j++;
+      continue;
+    }
+    if (tok_is(l, j, "<")) {
+      size_t k = skip_template(l, j, l->n);
+      if (!k)
+        return 0;
+      scalar = 0;
+      j = k;
+    }
+  }
+  if (!words)
+    return 0;
+  for (;;) { /* declarators */
+    int ptr = 0;
+    char name[64];
+    while (tok_is(l, j, "*") || tok_is(l, j, "&") || tok_is(l, j, "&&") ||
+           tok_is(l, j, "const") || tok_is(l, j, "__restrict__") ||
+           tok_is(l, j, "restrict"))
+      ptr |= tok_is(l, j++, "*");
+    if (!tok_ident(l, j) || is_stmt_word(l, j) || !ends_declarator(l, j + 1))
+      return rc;
+    cutok_text(l, j, name, sizeof(name));
+    rc = decl_add(t, name,
+                  ptr      ? ANALYZE_VAL_BUFFER
+                  : scalar ? ANALYZE_VAL_SCALAR
+                           : ANALYZE_VAL_OTHER);
+    if (rc)
+      return rc;
+    j++;
+    while (tok_is(l, j, "[") && l->v[j].match > (long)j)
+      j = (size_t)l->v[j].match + 1;
+    if (tok_is(l, j, "=")) /* the initializer, to the declarator's end */
+      while (j < l->n && !tok_is(l, j, ",") && !tok_is(l, j, ";") &&
+             !tok_is(l, j, ")"))
+        j = l->v[j].match > (long)j ? (size_t)l->v[j].match + 1 : j + 1;
+    if (!tok_is(l, j, ","))
+      return 0;
+    j++;
+  }
+}
+
+/* Whether the "(" at OPEN lists a function's parameters ("void k(float
+ * *p, int n) {", a prototype) or holds a for's declaration, rather than a
+ * call's arguments ("f(a * b)", where "a * b" is a product). */
+static int params_paren(const struct cutok_list *l, size_t open)
+{
+  size_t close = (size_t)l->v[open].match;
+
+  if (open == 0 || l->v[open].match < 0)
+    return 0;
+  if (tok_is(l, open - 1, "for"))
+    return 1;
+  if (!tok_ident(l, open - 1) || is_keyword(l, open - 1) || open < 2)
+    return 0;
+  /* a type (or qualifier) before the name, not an operator or a "(" */
+  if (!(tok_ident(l, open - 2) || tok_is(l, open - 2, "*") ||
+        tok_is(l, open - 2, "&") || tok_is(l, open - 2, ">") ||
+        tok_is(l, open - 2, "::")) ||
+      is_keyword(l, open - 2) || tok_is(l, open - 2, "return"))
+    return 0;
+  return tok_is(l, close + 1, "{") || tok_is(l, close + 1, ";") ||
+         tok_is(l, close + 1, "const") || tok_is(l, close + 1, "noexcept") ||
+         tok_is(l, close + 1, "->") || tok_is(l, close + 1, "override") ||
+         tok_is(l, close + 1, ":") || tok_is(l, close + 1, "__attribute__");
+}
+
+/* Whether a declaration may start at token I: after ; { } or a
+ * preprocessor line, first in a parameter list or a for, or after a comma
+ * of one (not of a call's arguments). */
+static int decl_start(const struct cutok_list *l, size_t i)
+{
+  size_t j;
+
+  if (i == 0 || tok_is(l, i - 1, ";") || tok_is(l, i - 1, "{") ||
+      tok_is(l, i - 1, "}") || l->v[i - 1].kind == CUTOK_PP)
+    return 1;
+  if (tok_is(l, i - 1, "("))
+    return params_paren(l, i - 1);
+  if (!tok_is(l, i - 1, ","))
+    return 0;
+  for (j = i - 1; j-- > 0;) { /* the bracket the comma sits in */
+    if ((tok_is(l, j, ")") || tok_is(l, j, "]") || tok_is(l, j, "}")) &&
+        l->v[j].match >= 0 && (size_t)l->v[j].match < j) {
+      j = (size_t)l->v[j].match;
+      continue;
+    }
+    if (tok_is(l, j, "("))
+      return params_paren(l, j);
+    if (tok_is(l, j, "[") || tok_is(l, j, "{") || tok_is(l, j, ";") ||
+        tok_is(l, j, "<<<"))
+      return tok_is(l, j, ";") || tok_is(l, j, "{");
+  }
+  return 1;
+}
+
+/* "#define NAME 123": a constant. */
+static int define_scalar(const struct cutok_list *l, size_t i,
+                         struct decl_table *t)
+{
+  const char *p = l->src + l->v[i].off, *e = p + l->v[i].len;
+  char name[64];
+  size_t n;
+
+  p++;
+  while (p < e && (*p == ' ' || *p == '\t'))
+    p++;
+  if (e - p < 7 || strncmp(p, "define", 6) || (p[6] != ' ' && p[6] != '\t'))
+    return 0;
+  p += 7;
+  while (p < e && (*p == ' ' || *p == '\t'))
+    p++;
+  for (n = 0; p + n < e && (isalnum((unsigned char)p[n]) || p[n] == '_');)
+    n++;
+  if (!n || n >= sizeof(name) || p[n] == '(')
+    return 0;
+  snprintf(name, sizeof(name), "%.*s", (int)n, p);
+  p += n;
+  while (p < e && (*p == ' ' || *p == '\t' || *p == '('))
+    p++;
+  if (p < e && (isdigit((unsigned char)*p) || *p == '-' || *p == '.'))
+    return decl_add(t, name, ANALYZE_VAL_SCALAR);
+  return 0;
+}
+
+static const char *const alloc_calls[] = {"cudaMalloc",
+                                          "cudaMallocAsync",
+                                          "cudaMallocManaged",
+                                          "cudaMallocPitch",
+                                          "cudaMallocFromPoolAsync",
+                                          "ncclMemAlloc",
+                                          "cuMemAlloc",
+                                          NULL};
+
+static int add_buffer(struct analyze_report *r, const char *name,
+                      const char *size, const char *alloc, int line)
+{
+  struct analyze_buffer *nv;
+  size_t i;
+
+  if (!*name)
+    return 0;
+  for (i = 0; i < r->nbufs; i++)
+    if (!strcmp(r->bufs[i].name, name))
+      return 0;
+  nv = realloc(r->bufs, (r->nbufs + 1) * sizeof(*nv));
+  if (!nv)
+    return ERR_NOMEM;
+  r->bufs = nv;
+  snprintf(nv[r->nbufs].name, ANALYZE_TEXT, "%s", name);
+  snprintf(nv[r->nbufs].size, ANALYZE_TEXT, "%s", size);
+  snprintf(nv[r->nbufs].alloc, sizeof(nv[0].alloc), "%s", alloc);
+  nv[r->nbufs].line = line;
+  r->nbufs++;
+  return 0;
+}
+
+static int cmp_decl(const void *a, const void *b)
+{
+  return strcmp(((const struct analyze_decl *)a)->name,
+                ((const struct analyze_decl *)b)->name);
+}
+
+/* Pass 0: the file's declarations and allocations. */
+static int scan_decls(struct ctx *c)
+{
+  const struct cutok_list *l = c->l;
+  struct decl_table t = {NULL, 0, 0};
+  size_t i, st[ANALYZE_MAX_ARGS], en[ANALYZE_MAX_ARGS];
+  char key[ANALYZE_TEXT], size[ANALYZE_TEXT];
+  int rc = 0, k, n;
+
+  for (i = 0; i < l->n && !rc; i++) {
+    if (l->v[i].kind == CUTOK_PP) {
+      rc = define_scalar(l, i, &t);
+      continue;
+    }
+    if (tok_ident(l, i) && tok_is(l, i + 1, "(") && l->v[i + 1].match > 0) {
+      char nm[64];
+      cutok_text(l, i, nm, sizeof(nm));
+      for (k = 0; alloc_calls[k] && strcmp(nm, alloc_calls[k]); k++)
+        ;
+      if (alloc_calls[k]) { /* cudaMalloc(&X, size): X is a buffer */
+        n = split_args(l, i + 1, st, en, ANALYZE_MAX_ARGS);
+        if (n >= 1) {
+          buffer_key(l, st[0], en[0], key, sizeof(key));
+          size[0] = '\0';
+          if (n >= 2 && strcmp(nm, "cudaMallocPitch"))
+            cutok_span(l, st[1], en[1], size, sizeof(size));
+          rc = add_buffer(c->r, key, size, nm, l->v[i].line);
+          if (!rc && *key && !strchr(key, '.') && !strchr(key, '>'))
+            rc = decl_add(&t, key, ANALYZE_VAL_BUFFER);
+        }
+      } else if (!strcmp(nm, "rt_alloc") && i >= 2) {
+        /* X = (T *)rt_alloc(ctx, "name", size, ...) */
+        size_t eq = i;
+        while (eq > 0 && !tok_is(l, eq, "=") && !tok_is(l, eq, ";") &&
+               !tok_is(l, eq, "{"))
+          eq--;
+        n = split_args(l, i + 1, st, en, ANALYZE_MAX_ARGS);
+        if (tok_is(l, eq, "=") && n >= 3) {
+          size_t s = lvalue_start(l, 0, eq);
+          buffer_key(l, s, eq, key, sizeof(key));
+          cutok_span(l, st[2], en[2], size, sizeof(size));
+          rc = add_buffer(c->r, key, size, "rt_alloc", l->v[i].line);
+        }
+      }
+    }
+    if (tok_ident(l, i) && !rc && decl_start(l, i))
+      rc = decl_at(l, i, &t);
+  }
+  if (rc) {
+    free(t.v);
+    return err_set(c->e, ERR_NOMEM, "out of memory");
+  }
+  if (t.n)
+    qsort(t.v, t.n, sizeof(t.v[0]), cmp_decl);
+  c->r->decls = t.v;
+  c->r->ndecls = t.n;
+  return 0;
+}
+
+enum analyze_value analyze_value_kind(const struct analyze_report *r,
+                                      const char *name)
+{
+  const char *last = name, *p;
+  struct analyze_decl k = {"", ANALYZE_VAL_UNKNOWN}, *hit;
+
+  for (p = name; *p; p++)
+    if (*p == '.' || (*p == '>' && p > name && p[-1] == '-'))
+      last = p + 1;
+  if (!*last || !r->ndecls)
+    return ANALYZE_VAL_UNKNOWN;
+  snprintf(k.name, sizeof(k.name), "%s", last);
+  hit = bsearch(&k, r->decls, r->ndecls, sizeof(k), cmp_decl);
+  return hit ? hit->kind : ANALYZE_VAL_UNKNOWN;
+}
+
 static int add_flow(struct analyze_report *r, const char *buf, size_t p,
-                    size_t q)
+                    size_t q, int carried)
 {
   struct analyze_flow *nv;
   size_t i;
@@ -941,6 +1522,7 @@ static int add_flow(struct analyze_report *r, const char *buf, size_t p,
   snprintf(nv[r->nflows].buffer, ANALYZE_TEXT, "%s", buf);
   nv[r->nflows].producer = (int)p;
   nv[r->nflows].consumer = (int)q;
+  nv[r->nflows].carried = carried;
   r->nflows++;
   return 0;
 }
@@ -958,9 +1540,22 @@ static int is_producer(const struct analyze_op *o)
          o->kind == ANALYZE_COPY || is_comm(o);
 }
 
-/* Edges into and out of communication: for each buffer a collective reads,
- * the latest earlier writer in the same function (else any function);
- * for each buffer it writes, the later readers in the same function. */
+/* Whether a loop holds both ops (same function): then a later P's writes
+ * reach Q in the next iteration. */
+static int share_loop(const struct analyze_op *p, const struct analyze_op *q)
+{
+  int k;
+  for (k = 0; k < q->nloops; k++)
+    if (p->tok >= q->loop_lo[k] && p->tok <= q->loop_hi[k])
+      return 1;
+  return 0;
+}
+
+/* Edges into and out of communication: for each buffer an op reads, the
+ * latest earlier writer in the same function (else any function), and,
+ * inside a loop, the last writer after it in that loop (what the previous
+ * iteration wrote: a ring's receive read by the next step's kernel); one
+ * side of every edge is a collective or send/recv. */
 static int dataflow(struct analyze_report *r)
 {
   size_t q, p;
@@ -969,7 +1564,7 @@ static int dataflow(struct analyze_report *r)
   for (q = 0; q < r->nops; q++) {
     const struct analyze_op *o = &r->ops[q];
     for (k = 0; k < o->nreads; k++) {
-      long same = -1, other = -1, best;
+      long same = -1, other = -1, later = -1, best;
       if (!is_comm(o) && o->kind != ANALYZE_LAUNCH &&
           o->kind != ANALYZE_GEMM && o->kind != ANALYZE_COPY && !o->external)
         break;
@@ -986,12 +1581,16 @@ static int dataflow(struct analyze_report *r)
         if (w->func == o->func) {
           if (p < q)
             same = (long)p; /* the latest earlier writer */
+          else if (share_loop(w, o))
+            later = (long)p; /* the last writer after it in the loop */
         } else if (other < 0) {
           other = (long)p;
         }
       }
       best = same >= 0 ? same : other;
-      if (best >= 0 && add_flow(r, o->reads[k], (size_t)best, q))
+      if (best >= 0 && add_flow(r, o->reads[k], (size_t)best, q, 0))
+        return ERR_NOMEM;
+      if (later >= 0 && add_flow(r, o->reads[k], (size_t)later, q, 1))
         return ERR_NOMEM;
     }
   }
@@ -1044,7 +1643,8 @@ struct analyze_report *analyze_source(const char *name, const char *src,
   c.l = &l;
   c.r = r;
   c.e = e;
-  if ((rc = walk(&c, 1)) != 0 || (rc = walk(&c, 0)) != 0) {
+  if ((rc = scan_decls(&c)) != 0 || (rc = walk(&c, 1)) != 0 ||
+      (rc = walk(&c, 0)) != 0) {
     err_wrap(e, "%s", name);
     goto fail;
   }
@@ -1081,13 +1681,41 @@ void analyze_report_free(struct analyze_report *r)
   free(r->ops);
   free(r->funcs);
   free(r->flows);
+  free(r->bufs);
+  free(r->decls);
   free(r);
+}
+
+void analyze_count(const struct analyze_report *r, struct analyze_counts *c)
+{
+  size_t i;
+
+  memset(c, 0, sizeof(*c));
+  for (i = 0; i < r->nops; i++) {
+    const struct analyze_op *o = &r->ops[i];
+    c->collectives +=
+        o->kind == ANALYZE_NCCL && !strcmp(o->category, "collective");
+    c->p2p += o->kind == ANALYZE_NCCL && !strcmp(o->category, "p2p");
+    c->launches += o->kind == ANALYZE_LAUNCH;
+    c->gemms += o->kind == ANALYZE_GEMM;
+    c->syncs += o->kind == ANALYZE_SYNC || o->kind == ANALYZE_EVENT;
+  }
+}
+
+const char *analyze_comm_phrase(const struct analyze_report *r, char *out,
+                                size_t n)
+{
+  struct analyze_counts c;
+
+  analyze_count(r, &c);
+  snprintf(out, n, "%zu collectives, %zu send/recv", c.collectives, c.p2p);
+  return out;
 }
 
 size_t analyze_host_comm_count(const struct analyze_report *r)
 {
-  size_t i, n = 0;
-  for (i = 0; i < r->nops; i++)
-    n += is_comm(&r->ops[i]);
-  return n;
+  struct analyze_counts c;
+
+  analyze_count(r, &c);
+  return c.collectives + c.p2p;
 }

@@ -19,9 +19,10 @@
 #include "buf.h"
 #include "err.h"
 
-#define ANALYZE_MAX_ARGS 24
-#define ANALYZE_TEXT     160
-#define ANALYZE_MAX_BUFS 8
+#define ANALYZE_MAX_ARGS  24
+#define ANALYZE_TEXT      160
+#define ANALYZE_MAX_BUFS  8
+#define ANALYZE_MAX_LOOPS 4
 
 enum analyze_kind {
   ANALYZE_NCCL = 0,    /* any nccl* host call */
@@ -56,6 +57,13 @@ struct analyze_op {
   int group;          /* ncclGroupStart/End id (1-based), 0 = not grouped */
   int external;       /* a function not defined in this file, kept only when it
                          consumes or produces a buffer of a collective */
+  int in_place;       /* collective: sendbuf and recvbuf are one buffer;
+                         launch: a buffer both read and written */
+  int nscalars;       /* launch/call arguments that are values, not buffers */
+  char scalars[ANALYZE_MAX_BUFS][ANALYZE_TEXT];
+  long tok;   /* token index of the call (loop membership) */
+  int nloops; /* enclosing loops, innermost first */
+  long loop_lo[ANALYZE_MAX_LOOPS], loop_hi[ANALYZE_MAX_LOOPS];
 };
 
 struct analyze_func {
@@ -67,12 +75,48 @@ struct analyze_func {
   int nparams;
   char params[ANALYZE_MAX_ARGS][64];
   int param_written[ANALYZE_MAX_ARGS]; /* kernels: stored through */
+  int param_read[ANALYZE_MAX_ARGS];    /* kernels: loaded from */
+  int param_ptr[ANALYZE_MAX_ARGS];     /* declared as a pointer or array */
 };
 
 struct analyze_flow {
   char buffer[ANALYZE_TEXT];
   int producer; /* op index */
   int consumer; /* op index */
+  int carried;  /* the producer comes later in a loop around both: the
+                   consumer reads what the previous iteration wrote */
+};
+
+/* A device buffer: a pointer the program allocates (cudaMalloc and
+ * friends, ncclMemAlloc, the runtime's rt_alloc). */
+struct analyze_buffer {
+  char name[ANALYZE_TEXT]; /* its key, as in reads/writes: "d_A" */
+  char size[ANALYZE_TEXT]; /* the size argument as written, "" unknown */
+  char alloc[32];          /* "cudaMalloc", "ncclMemAlloc", "rt_alloc" */
+  int line;
+};
+
+/* What an argument names (analyze_value_kind). */
+enum analyze_value {
+  ANALYZE_VAL_UNKNOWN = 0, /* no declaration found: treated as a buffer */
+  ANALYZE_VAL_BUFFER,      /* allocated on the device, or a pointer */
+  ANALYZE_VAL_SCALAR,      /* an int/float value, a size, a constant */
+  ANALYZE_VAL_OTHER,       /* a stream, handle, communicator, struct... */
+};
+
+/* One declared name and what it is (the strongest declaration wins:
+ * buffer over scalar over other). */
+struct analyze_decl {
+  char name[64];
+  enum analyze_value kind;
+};
+
+/* The communication calls of a report, counted once for every command
+ * that reports them (analyze's summary, init's message, transform). */
+struct analyze_counts {
+  size_t collectives; /* category "collective": ncclAllGather, ... */
+  size_t p2p;         /* ncclSend, ncclRecv */
+  size_t launches, gemms, syncs;
 };
 
 struct analyze_report {
@@ -83,6 +127,11 @@ struct analyze_report {
   size_t nfuncs;
   struct analyze_flow *flows;
   size_t nflows;
+  struct analyze_buffer *bufs;
+  size_t nbufs;
+  /* name -> enum analyze_value, from the file's declarations */
+  struct analyze_decl *decls;
+  size_t ndecls;
 };
 
 /* Analyze src[0..len) (name is used in messages).  Returns a new report
@@ -97,9 +146,23 @@ struct analyze_report *analyze_file(const char *path, struct err *e);
 
 void analyze_report_free(struct analyze_report *r);
 
+/* Count the report's calls into *c (call sites in the source: a call in a
+ * loop counts once). */
+void analyze_count(const struct analyze_report *r, struct analyze_counts *c);
+
+/* "N collectives, M send/recv": the one wording of the count that analyze
+ * and init both print.  Returns out. */
+const char *analyze_comm_phrase(const struct analyze_report *r, char *out,
+                                size_t n);
+
 /* Number of NCCL data-movement calls left (collectives and send/recv):
- * what `cuco transform` must drive to zero. */
+ * what `cuco transform` must drive to zero (analyze_count's two). */
 size_t analyze_host_comm_count(const struct analyze_report *r);
+
+/* What NAME (a buffer key: "d_A", "st->n") stands for, by the file's
+ * declarations: the last name of a member chain decides. */
+enum analyze_value analyze_value_kind(const struct analyze_report *r,
+                                      const char *name);
 
 /* The report as JSON (new reference) or NULL on allocation failure. */
 json_t *analyze_report_json(const struct analyze_report *r);

@@ -110,26 +110,32 @@ static json_t *op_json(const struct analyze_report *r, size_t i)
   if (o->kind == ANALYZE_NCCL)
     json_object_set_new(j, "group",
                         o->group ? json_integer(o->group) : json_null());
+  if (o->nscalars)
+    json_object_set_new(
+        j, "scalars",
+        str_array((char(*)[ANALYZE_TEXT])o->scalars, o->nscalars));
+  if (o->in_place)
+    json_object_set_new(j, "in_place", json_true());
   return j;
 }
 
 json_t *analyze_report_json(const struct analyze_report *r)
 {
   json_t *root = json_object(), *ops = json_array(), *funcs = json_array();
-  json_t *flows = json_array(), *sum;
-  size_t i, ncoll = 0, np2p = 0, nl = 0, ng = 0, ns = 0;
+  json_t *flows = json_array(), *bufs = json_array(), *sum;
+  struct analyze_counts cnt;
+  size_t i;
 
-  if (!root || !ops || !funcs || !flows)
+  if (!root || !ops || !funcs || !flows || !bufs)
     goto fail;
-  for (i = 0; i < r->nops; i++) {
-    const struct analyze_op *o = &r->ops[i];
+  for (i = 0; i < r->nops; i++)
     json_array_append_new(ops, op_json(r, i));
-    ncoll += o->kind == ANALYZE_NCCL && !strcmp(o->category, "collective");
-    np2p += o->kind == ANALYZE_NCCL && !strcmp(o->category, "p2p");
-    nl += o->kind == ANALYZE_LAUNCH;
-    ng += o->kind == ANALYZE_GEMM;
-    ns += o->kind == ANALYZE_SYNC || o->kind == ANALYZE_EVENT;
-  }
+  analyze_count(r, &cnt);
+  for (i = 0; i < r->nbufs; i++)
+    json_array_append_new(
+        bufs, json_pack("{s:s, s:s, s:s, s:i}", "name", r->bufs[i].name,
+                        "size", r->bufs[i].size, "alloc", r->bufs[i].alloc,
+                        "line", r->bufs[i].line));
   for (i = 0; i < r->nfuncs; i++) {
     const struct analyze_func *f = &r->funcs[i];
     json_t *fj =
@@ -163,14 +169,17 @@ json_t *analyze_report_json(const struct analyze_report *r)
   }
   for (i = 0; i < r->nflows; i++)
     json_array_append_new(
-        flows, json_pack("{s:s, s:i, s:s, s:i, s:s}", "buffer",
+        flows, json_pack("{s:s, s:i, s:s, s:i, s:s, s:b}", "buffer",
                          r->flows[i].buffer, "producer", r->flows[i].producer,
                          "producer_name", r->ops[r->flows[i].producer].name,
                          "consumer", r->flows[i].consumer, "consumer_name",
-                         r->ops[r->flows[i].consumer].name));
-  sum = json_pack("{s:i, s:i, s:i, s:i, s:i}", "collectives", (int)ncoll,
-                  "p2p", (int)np2p, "launches", (int)nl, "gemms", (int)ng,
-                  "syncs", (int)ns);
+                         r->ops[r->flows[i].consumer].name, "carried",
+                         r->flows[i].carried));
+  sum = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "collectives",
+                  (int)cnt.collectives, "p2p", (int)cnt.p2p, "comm_calls",
+                  (int)(cnt.collectives + cnt.p2p), "launches",
+                  (int)cnt.launches, "gemms", (int)cnt.gemms, "syncs",
+                  (int)cnt.syncs);
   json_object_set_new(root, "schema", json_integer(1));
   json_object_set_new(root, "file", json_string(r->file));
   json_object_set_new(root, "communicators", distinct(r, 0));
@@ -179,12 +188,14 @@ json_t *analyze_report_json(const struct analyze_report *r)
   json_object_set_new(root, "functions", funcs);
   json_object_set_new(root, "ops", ops);
   json_object_set_new(root, "dataflow", flows);
+  json_object_set_new(root, "buffers", bufs);
   return root;
 fail:
   json_decref(root);
   json_decref(ops);
   json_decref(funcs);
   json_decref(flows);
+  json_decref(bufs);
   return NULL;
 }
 
@@ -203,6 +214,7 @@ int analyze_report_text(const struct analyze_report *r, struct buf *out)
 {
   json_t *j = analyze_report_json(r);
   json_t *comms, *streams, *funcs, *sum;
+  char phrase[96];
   size_t i, k;
 
   if (!j)
@@ -213,10 +225,8 @@ int analyze_report_text(const struct analyze_report *r, struct buf *out)
   sum = json_object_get(j, "summary");
   buf_printf(out, "file: %s\n", r->file);
   buf_printf(out,
-             "summary: %d collectives, %d send/recv, %d kernel launches, "
-             "%d GEMMs, %d events/syncs\n",
-             (int)json_integer_value(json_object_get(sum, "collectives")),
-             (int)json_integer_value(json_object_get(sum, "p2p")),
+             "summary: %s, %d kernel launches, %d GEMMs, %d events/syncs\n",
+             analyze_comm_phrase(r, phrase, sizeof(phrase)),
              (int)json_integer_value(json_object_get(sum, "launches")),
              (int)json_integer_value(json_object_get(sum, "gemms")),
              (int)json_integer_value(json_object_get(sum, "syncs")));
@@ -227,6 +237,12 @@ int analyze_report_text(const struct analyze_report *r, struct buf *out)
   for (i = 0; i < json_array_size(streams); i++)
     buf_printf(out, " %s", json_string_value(json_array_get(streams, i)));
   buf_puts(out, "\n");
+  if (r->nbufs)
+    buf_puts(out, "device buffers:");
+  for (i = 0; i < r->nbufs; i++)
+    buf_printf(out, " %s (%s%s%s)%s", r->bufs[i].name, r->bufs[i].alloc,
+               r->bufs[i].size[0] ? " " : "", r->bufs[i].size,
+               i + 1 < r->nbufs ? "," : "\n");
   for (i = 0; i < r->nfuncs; i++) {
     const struct analyze_func *f = &r->funcs[i];
     json_t *order = json_object_get(json_array_get(funcs, i), "order");
@@ -262,6 +278,9 @@ int analyze_report_text(const struct analyze_report *r, struct buf *out)
         buf_printf(out, " [group %d]", o->group);
       if (o->via[0])
         buf_printf(out, " via %s", o->via);
+      list(out, "scalars", (char(*)[ANALYZE_TEXT])o->scalars, o->nscalars);
+      if (o->in_place)
+        buf_puts(out, " (in place)");
       buf_puts(out, "\n");
     }
   }
@@ -270,8 +289,9 @@ int analyze_report_text(const struct analyze_report *r, struct buf *out)
   for (i = 0; i < r->nflows; i++) {
     const struct analyze_op *p = &r->ops[r->flows[i].producer];
     const struct analyze_op *c = &r->ops[r->flows[i].consumer];
-    buf_printf(out, "  %s: %s (line %d) -> %s (line %d)\n", r->flows[i].buffer,
-               p->name, p->line, c->name, c->line);
+    buf_printf(out, "  %s: %s (line %d) -> %s (line %d)%s\n",
+               r->flows[i].buffer, p->name, p->line, c->name, c->line,
+               r->flows[i].carried ? " (next iteration)" : "");
   }
   json_decref(j);
   return buf_error(out);

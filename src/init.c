@@ -1,5 +1,6 @@
 /* init.c - `cuco init`: scaffold a workload folder (contracts.md section
  * 2) that analyze, transform, eval and evolve accept. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -8,10 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "allow.h"
 #include "analyze.h"
+#include "build.h"
 #include "cmd.h"
 #include "file.h"
+#include "init_ff.h"
+#include "initfrom.h"
 #include "log.h"
+#include "toolchain.h"
 #include "transform.h"
 
 /* The template implementation: compiled against runtime/ in the tests. */
@@ -249,7 +255,8 @@ static int is_ours(const char *rel)
 {
   return !strcmp(rel, "workload.ini") || !strcmp(rel, "baseline.cu") ||
          !strcmp(rel, "reference.cu") || !strcmp(rel, "README.md") ||
-         !strcmp(rel, "seed.cu");
+         !strcmp(rel, "seed.cu") || !strcmp(rel, "cuco_run.sh") ||
+         !strcmp(rel, "check.c");
 }
 
 /* Copy srcdir/rel to dir/rel, creating the folders in between. */
@@ -381,7 +388,7 @@ static int uses_blas(const struct analyze_report *r)
 static int make_ini(struct buf *o, const char *name, const char *from,
                     const struct analyze_report *r, const char *params,
                     const char *required, const char *sections,
-                    const char *ranks, const char *libs, int runtime_kind)
+                    const char *ranks, const char *libs)
 {
   buf_printf(o,
              "; workload.ini of %s, scaffolded by cuco init%s%s.\n"
@@ -390,7 +397,7 @@ static int make_ini(struct buf *o, const char *name, const char *from,
              "[workload]\n"
              "name        = %s\n"
              "description = %s\n"
-             "kind        = %s\n"
+             "kind        = runtime\n"
              "ranks       = %s\n"
              "baselines   = baseline.cu\n"
              "seed        = seed.cu\n"
@@ -400,7 +407,6 @@ static int make_ini(struct buf *o, const char *name, const char *from,
              from ? "User program imported with cuco init; describe it here."
                   : "Each rank scales its shard (y = 2x + 1); an all-gather "
                     "assembles all shards.",
-             runtime_kind ? "runtime" : "freeform",
              ranks && *ranks ? ranks : "1,2,4,8",
              libs                ? libs
              : r && uses_blas(r) ? "cublas, cublasLt"
@@ -452,8 +458,7 @@ static int make_ini(struct buf *o, const char *name, const char *from,
 }
 
 static int make_readme(struct buf *o, const char *name, const char *from,
-                       const struct analyze_report *r, int runtime_kind,
-                       int have_ref)
+                       const struct analyze_report *r, int have_ref)
 {
   buf_printf(o, "# Workload %s\n\n", name);
   if (!from) {
@@ -468,12 +473,7 @@ static int make_readme(struct buf *o, const char *name, const char *from,
                "Imported by `cuco init` from `%s` (copied to "
                "`baseline.cu`).\n\n",
                from);
-    if (!runtime_kind)
-      buf_puts(o, "**Free-form program**: it does not define `wl_setup`, "
-                  "`wl_step` and\n`wl_teardown` (runtime/runtime.h), so "
-                  "the harness cannot feed, time or\nverify it; results "
-                  "are marked unverified.\n");
-    if (runtime_kind && !have_ref)
+    if (!have_ref)
       buf_puts(o, "**Missing**: `reference.cu` (defining `wl_reference`, "
                   "see runtime/runtime.h).\nThe harness verifies against "
                   "it; write it before `cuco eval`.\n");
@@ -522,8 +522,9 @@ static int write_placeholder_seed(const char *dir, const char *src, size_t len,
 static int prepare_dir(const char *dir, int force, struct err *e)
 {
   struct stat sb;
-  static const char *const ours[] = {"workload.ini", "baseline.cu",
-                                     "reference.cu", "README.md", "seed.cu"};
+  static const char *const ours[] = {
+      "workload.ini", "baseline.cu", "reference.cu", "README.md",
+      "seed.cu",      "cuco_run.sh", "check.c"};
   size_t k;
 
   if (mkdir(dir, 0777) == 0)
@@ -559,6 +560,78 @@ static const char *base_name(const char *path)
   return b;
 }
 
+/* Print the lines of ITEMS ("a\nb\n") as a list under HEAD. */
+static void print_items(const char *head, const char *items)
+{
+  if (!*items)
+    return;
+  printf("%s\n", head);
+  while (*items) {
+    size_t k = strcspn(items, "\n");
+    printf("  - %.*s\n", (int)k, items);
+    items += k + (items[k] == '\n');
+  }
+}
+
+/* An ordinary program (its own main(), not the runtime ABI): a freeform
+ * workload around it (init_ff.h), in DIR, which is ready; COPIED names the
+ * local files copied beside it (", a.h, b.h" or ""). */
+static int init_freeform(struct cmd_ctx *ctx, const char *dir,
+                         const char *name, const char *from, const char *src,
+                         size_t srclen, const struct analyze_report *r,
+                         const char *copied, struct err *e)
+{
+  struct initfrom_info *info = calloc(1, sizeof(*info));
+  struct buf todo = BUF_INIT(1u << 16), guessed = BUF_INIT(1u << 16);
+  struct init_ff_opts o;
+  struct toolchain tc;
+  struct allow *al = NULL;
+  char rt[4096], path[4200], phrase[96], abs[4096];
+  struct err e2 = {0, ""};
+  int rc;
+
+  if (!info)
+    return err_set(e, ERR_NOMEM, "out of memory");
+  memset(&o, 0, sizeof(o));
+  if (tc_probe(ctx->cfg, &tc, &e2) == 0)
+    o.tc = &tc;
+  if (build_find_runtime(ctx->cfg, dir, rt, sizeof(rt), &e2) == 0) {
+    snprintf(path, sizeof(path), "%s/%s", rt, ALLOW_FILE);
+    al = allow_load(path, &e2);
+  }
+  if ((rc = initfrom_infer(from, src, srclen, r, info, e)) != 0)
+    goto out;
+  o.dir = dir;
+  o.name = name;
+  o.from = from;
+  o.src = src;
+  o.srclen = srclen;
+  o.r = r;
+  o.info = info;
+  o.allow = al;
+  if ((rc = init_ff_write(&o, &todo, &guessed, e)) != 0)
+    goto out;
+  if (!realpath(dir, abs))
+    snprintf(abs, sizeof(abs), "%s", dir);
+  printf("created %s: workload.ini, baseline.cu, seed.cu, cuco_run.sh, "
+         "check.c, README.md%s (free-form: %s)\n",
+         dir, copied, analyze_comm_phrase(r, phrase, sizeof(phrase)));
+  print_items("TODO: init could not infer these; fill them in (also in "
+              "README.md and workload.ini):",
+              buf_str(&todo));
+  print_items("guessed (check them; README.md has them too):",
+              buf_str(&guessed));
+  printf("next: cuco eval %s --compile-only (no GPU needed), then "
+         "--impl all on a GPU\n",
+         abs);
+out:
+  allow_free(al);
+  buf_release(&todo);
+  buf_release(&guessed);
+  free(info);
+  return rc;
+}
+
 int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
 {
   static const struct option opts[] = {{"from", required_argument, NULL, 'f'},
@@ -573,7 +646,7 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
   struct buf required = BUF_INIT(4096), sections = BUF_INIT(1u << 20);
   struct buf alltext = BUF_INIT(64u << 20);
   struct locals *loc = NULL;
-  char srcdir[4096] = "", ranks[128] = "", libs[128] = "";
+  char srcdir[4096] = "", ranks[128] = "", libs[128] = "", phrase[96];
   int i;
   char *src = NULL, *ref = NULL;
   size_t srclen = 0, reflen = 0;
@@ -654,9 +727,10 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
     if (!ref)
       goto oom;
   }
-  if (make_ini(&ini, name, from, r, buf_str(&params), buf_str(&required),
-               buf_str(&sections), ranks, *libs ? libs : NULL, runtime_kind) ||
-      make_readme(&readme, name, from, r, runtime_kind, ref != NULL))
+  if (runtime_kind &&
+      (make_ini(&ini, name, from, r, buf_str(&params), buf_str(&required),
+                buf_str(&sections), ranks, *libs ? libs : NULL) ||
+       make_readme(&readme, name, from, r, ref != NULL)))
     goto oom;
   if (prepare_dir(dir, force, &e))
     goto fail;
@@ -676,6 +750,17 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
     if (copy_local(srcdir, loc->rel[i], dir, &e))
       goto fail;
   }
+  if (!runtime_kind) {
+    for (i = 1; loc && i < loc->n; i++)
+      if (!is_ours(loc->rel[i]))
+        buf_printf(&tmp, ", %s", loc->rel[i]);
+    if (buf_error(&tmp))
+      goto oom;
+    if (init_freeform(ctx, dir, name, from, src, srclen, r, buf_str(&tmp), &e))
+      goto fail;
+    rc = CMD_OK;
+    goto out;
+  }
   if (write_file(dir, "baseline.cu", src, srclen, &e) ||
       (ref && write_file(dir, "reference.cu", ref, reflen, &e)) ||
       write_placeholder_seed(dir, src, srclen, &e) ||
@@ -688,9 +773,8 @@ int cmd_init(struct cmd_ctx *ctx, int argc, char **argv)
   for (i = 1; loc && i < loc->n; i++)
     if (!is_ours(loc->rel[i]))
       printf(", %s", loc->rel[i]);
-  printf(" (%s, %zu host collectives)\n",
-         runtime_kind ? "runtime ABI" : "free-form",
-         analyze_host_comm_count(r));
+  printf(" (runtime ABI: %s)\n",
+         analyze_comm_phrase(r, phrase, sizeof(phrase)));
   printf("next: cd %s && cuco eval . --impl baseline.cu --compile-only "
          "(README.md has the steps after)\n",
          dir);

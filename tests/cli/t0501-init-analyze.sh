@@ -35,7 +35,7 @@ fi
 cp "$ROOT/tests/data/analyze/tricky.cu" "$TMP/prog.cu"
 expect_rc "init --from a user program" 0 "$CUCO" init "$TMP/imp" --from "$TMP/prog.cu" --name imported
 expect_grep "free-form kind" "$TMP/imp/workload.ini" "^kind +=  *freeform"
-expect_grep "cublas libs" "$TMP/imp/workload.ini" "^libs +=  *cublas, cublasLt"
+expect_grep "cublas linked by the freeform build" "$TMP/imp/workload.ini" "^(build  = |  ).* -lcublas( |$)"
 expect_grep "readme has the analysis" "$TMP/imp/README.md" "ncclAllReduce reads=y writes=y comm=world"
 if cmp -s "$TMP/prog.cu" "$TMP/imp/baseline.cu"; then ok "baseline is the copy"; else not_ok "baseline is the copy" "differs"; fi
 printf 'void f() { g(\n' >"$TMP/broken.cu"

@@ -90,6 +90,52 @@ static void test_list(void **state)
   assert_int_equal(e.code, ERR_IO);
 }
 
+/* [freeform]: what a whole program may call beyond a runtime
+ * implementation (its own devices and communicators), decided before the
+ * other sections, and only for freeform programs */
+static void test_freeform_scope(void **state)
+{
+  char p[128];
+  struct err e = {0, ""};
+  struct allow *a;
+  (void)state;
+  write_file("l3",
+             "cuda*\n"
+             "!cudaSetDevice\n"
+             "nccl*\n"
+             "!ncclCommInit*\n"
+             "[candidate]\n"
+             "!ncclAllGather\n"
+             "[freeform]\n"
+             "cudaSetDevice\n"
+             "ncclCommInit*\n"
+             "ncclAllGather\n"
+             "!cudaIpc*\n",
+             p, sizeof(p));
+  a = allow_load(p, &e);
+  assert_non_null(a);
+  /* a runtime implementation: the denials stand */
+  assert_false(allow_match(a, "cudaSetDevice", NULL, 1));
+  assert_false(allow_match(a, "ncclCommInitAll", NULL, 0));
+  assert_false(allow_match(a, "ncclAllGather", NULL, 0));
+  assert_false(allow_match_program(a, "cudaSetDevice", NULL, 0, 0));
+  /* a freeform program, baseline or candidate: [freeform] decides first */
+  assert_true(allow_match_program(a, "cudaSetDevice", NULL, 1, 1));
+  assert_true(allow_match_program(a, "cudaSetDevice", NULL, 0, 1));
+  assert_true(allow_match_program(a, "ncclCommInitRank", NULL, 0, 1));
+  assert_true(allow_match_program(a, "ncclAllGather", NULL, 0, 1));
+  /* its denials too, over an allowance elsewhere */
+  assert_true(allow_match(a, "cudaIpcOpenMemHandle", NULL, 1));
+  assert_false(allow_match_program(a, "cudaIpcOpenMemHandle", NULL, 1, 1));
+  /* names it does not mention go by the other sections */
+  assert_true(allow_match_program(a, "cudaMalloc", NULL, 0, 1));
+  assert_false(allow_match_program(a, "fopen", NULL, 0, 1));
+  assert_int_equal(allow_widen(a, "fopen, cudaIpcOpenMemHandle", &e), 0);
+  assert_true(allow_match_program(a, "fopen", NULL, 0, 1));
+  assert_false(allow_match_program(a, "cudaIpcOpenMemHandle", NULL, 0, 1));
+  allow_free(a);
+}
+
 /* cc -c SRC into DIR/NAME.o; skipped when there is no cc */
 static int cc_obj(const char *name, const char *src, char *obj, size_t n)
 {
@@ -187,6 +233,31 @@ static void test_check_object(void **state)
       0);
   assert_int_equal(allow_check(a, obj, "int80.o", 0, 0, "L", &e), ERR_CHECK);
   assert_non_null(strstr(e.msg, "('int $0x80' in 't')"));
+  allow_free(a);
+  /* a C++ function whose name starts like a C pattern's ("exp*") replaces
+   * nothing; operator new does */
+  write_file("l4", "exp*\noperator new(*\n", p, sizeof(p));
+  a = allow_load(p, &e);
+  assert_non_null(a);
+  if (cc_obj("cxx.cc",
+             "int expert_kernel(const float *x) { return (int)x[0]; }\n", obj,
+             sizeof(obj)) == 0) {
+    assert_int_equal(allow_check(a, obj, "cxx.o", 0, 0, "L", &e), 0);
+    assert_int_equal(
+        cc_obj("new.cc",
+               "#include <cstddef>\n"
+               "void *operator new(std::size_t n) { (void)n; return 0; }\n",
+               obj, sizeof(obj)),
+        0);
+    assert_int_equal(allow_check(a, obj, "new.o", 0, 0, "L", &e), ERR_CHECK);
+    assert_non_null(
+        strstr(e.msg, "new.o defines 'operator new(unsigned long)'"));
+  }
+  assert_int_equal(cc_obj("cexp.c", "double expm2(double x) { return x; }\n",
+                          obj, sizeof(obj)),
+                   0);
+  assert_int_equal(allow_check(a, obj, "cexp.o", 0, 0, "L", &e), ERR_CHECK);
+  assert_non_null(strstr(e.msg, "cexp.o defines 'expm2'"));
   allow_free(a);
 }
 
@@ -405,9 +476,13 @@ static int teardown(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_glob),         cmocka_unit_test(test_list),
-      cmocka_unit_test(test_check_object), cmocka_unit_test(test_ctors),
-      cmocka_unit_test(test_demangle),     cmocka_unit_test(test_lto),
+      cmocka_unit_test(test_glob),
+      cmocka_unit_test(test_list),
+      cmocka_unit_test(test_freeform_scope),
+      cmocka_unit_test(test_check_object),
+      cmocka_unit_test(test_ctors),
+      cmocka_unit_test(test_demangle),
+      cmocka_unit_test(test_lto),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

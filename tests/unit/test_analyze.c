@@ -252,6 +252,203 @@ static void test_workload_baselines(void **state)
   analyze_report_free(r);
 }
 
+static struct analyze_report *load_src(const char *src)
+{
+  struct err e = {0, ""};
+  struct analyze_report *r = analyze_source("t.cu", src, strlen(src), &e);
+  if (!r)
+    fail_msg("%s", e.msg);
+  return r;
+}
+
+static int has_key(char keys[][ANALYZE_TEXT], int n, const char *k)
+{
+  int i;
+  for (i = 0; i < n; i++)
+    if (!strcmp(keys[i], k))
+      return 1;
+  return 0;
+}
+
+#define READS(o, k) has_key((char(*)[ANALYZE_TEXT])(o)->reads, (o)->nreads, k)
+#define WRITES(o, k)                                                          \
+  has_key((char(*)[ANALYZE_TEXT])(o)->writes, (o)->nwrites, k)
+#define SCALARS(o, k)                                                         \
+  has_key((char(*)[ANALYZE_TEXT])(o)->scalars, (o)->nscalars, k)
+
+static const struct analyze_flow *flow_of(const struct analyze_report *r,
+                                          const char *buf, const char *from,
+                                          int from_n, const char *to)
+{
+  size_t i;
+  const struct analyze_op *p = op_named(r, from, from_n);
+  for (i = 0; i < r->nflows; i++)
+    if (!strcmp(r->flows[i].buffer, buf) &&
+        &r->ops[r->flows[i].producer] == p &&
+        !strcmp(r->ops[r->flows[i].consumer].name, to))
+      return &r->flows[i];
+  return NULL;
+}
+
+/* A kernel that updates a collective's result in place ("y[i] *= 2",
+ * "acc[i] = acc[i] + x[i]") reads it: it is the collective's consumer.  A
+ * collective whose send and receive buffers are one buffer is in place. */
+static void test_in_place(void **state)
+{
+  static const char src[] =
+      "__global__ void scale(float *y, int n)\n"
+      "{ int i = threadIdx.x; if (i < n) y[i] *= 2.0f; }\n"
+      "__global__ void addto(float *acc, const float *x, int n)\n"
+      "{ int i = threadIdx.x; acc[i] = acc[i] + x[i]; }\n"
+      "__global__ void put(float *out, const float *in, int n)\n"
+      "{ out[threadIdx.x * n] = in[threadIdx.x]; }\n"
+      "int main() {\n"
+      "  float *d_y, *d_x; int n = 1024, rank = 0;\n"
+      "  cudaMalloc(&d_y, n * sizeof(float));\n"
+      "  cudaMalloc((void **)&d_x, n * sizeof(float));\n"
+      "  ncclAllReduce(d_x, d_y, n, ncclFloat, ncclSum, comm, s);\n"
+      "  scale<<<1, 256, 0, s>>>(d_y, n);\n"
+      "  ncclAllGather(d_x + rank * n, d_x, n, ncclFloat, comm, s);\n"
+      "  addto<<<1, 256, 0, s>>>(d_x, d_y, n);\n"
+      "  ncclAllReduce(d_x, d_x, n, ncclFloat, ncclSum, comm, s);\n"
+      "  put<<<1, 256, 0, s>>>(d_y, d_x, n);\n"
+      "  return 0;\n"
+      "}\n";
+  struct analyze_report *r = load_src(src);
+  const struct analyze_op *o;
+  (void)state;
+  o = op_named(r, "scale", 0);
+  assert_true(READS(o, "d_y"));
+  assert_true(WRITES(o, "d_y"));
+  assert_true(o->in_place);
+  assert_non_null(flow_of(r, "d_y", "ncclAllReduce", 0, "scale"));
+  o = op_named(r, "addto", 0);
+  assert_true(READS(o, "d_x") && WRITES(o, "d_x") && READS(o, "d_y"));
+  assert_false(WRITES(o, "d_y"));
+  assert_non_null(flow_of(r, "d_x", "ncclAllGather", 0, "addto"));
+  /* out[i * n] = ...: a store only, n is no buffer */
+  o = op_named(r, "put", 0);
+  assert_true(WRITES(o, "d_y"));
+  assert_false(READS(o, "d_y"));
+  assert_false(o->in_place);
+  assert_non_null(flow_of(r, "d_x", "ncclAllReduce", 1, "put"));
+  /* in-place collectives: the same buffer, or the all-gather idiom */
+  assert_false(op_named(r, "ncclAllReduce", 0)->in_place);
+  assert_true(op_named(r, "ncclAllGather", 0)->in_place);
+  assert_true(op_named(r, "ncclAllReduce", 1)->in_place);
+  assert_non_null(flow_of(r, "d_x", "addto", 0, "ncclAllReduce"));
+  analyze_report_free(r);
+}
+
+/* Values (sizes, scalars, constants, streams) passed to a kernel are not
+ * buffers; pointers that cudaMalloc allocates are. */
+static void test_scalars(void **state)
+{
+  static const char src[] =
+      "#define NB 64\n"
+      "struct state { float *y; long long n; };\n"
+      "__global__ void k(float *p, size_t count, float a)\n"
+      "{ p[threadIdx.x] = a * count; }\n"
+      "void run(struct state *st, cudaStream_t s, float *out) {\n"
+      "  int tokens = 4096, hidden = 2048;\n"
+      "  float alpha = 0.5f;\n"
+      "  size_t count = (size_t)tokens * hidden;\n"
+      "  float *d_x;\n"
+      "  cudaMalloc(&d_x, count * sizeof(float));\n"
+      "  k<<<NB, 256, 0, s>>>(d_x, count, alpha);\n"
+      "  ext_kernel<<<1, 32, 0, s>>>(st->y, st->n, tokens * hidden, NB, s);\n"
+      "  helper(out, hidden, alpha);\n"
+      "  ncclAllGather(d_x, out, count, ncclFloat, comm, s);\n"
+      "}\n";
+  struct analyze_report *r = load_src(src);
+  const struct analyze_op *o;
+  (void)state;
+  o = op_named(r, "k", 0);
+  assert_true(WRITES(o, "d_x"));
+  assert_false(READS(o, "count") || WRITES(o, "count"));
+  assert_true(SCALARS(o, "count") && SCALARS(o, "alpha"));
+  /* a kernel defined elsewhere: by the arguments' declarations */
+  o = op_named(r, "ext_kernel", 0);
+  assert_true(READS(o, "st->y") && WRITES(o, "st->y"));
+  assert_true(SCALARS(o, "st->n") && SCALARS(o, "tokens") &&
+              SCALARS(o, "NB") && SCALARS(o, "s"));
+  assert_int_equal(o->nreads, 1);
+  assert_int_equal(o->nwrites, 1);
+  assert_int_equal(analyze_value_kind(r, "d_x"), ANALYZE_VAL_BUFFER);
+  assert_int_equal(analyze_value_kind(r, "st->y"), ANALYZE_VAL_BUFFER);
+  assert_int_equal(analyze_value_kind(r, "hidden"), ANALYZE_VAL_SCALAR);
+  assert_int_equal(analyze_value_kind(r, "NB"), ANALYZE_VAL_SCALAR);
+  assert_int_equal(analyze_value_kind(r, "s"), ANALYZE_VAL_OTHER);
+  assert_int_equal(analyze_value_kind(r, "nowhere"), ANALYZE_VAL_UNKNOWN);
+  assert_int_equal(r->nbufs, 1);
+  assert_string_equal(r->bufs[0].name, "d_x");
+  assert_string_equal(r->bufs[0].alloc, "cudaMalloc");
+  assert_string_equal(r->bufs[0].size, "count*sizeof(float)");
+  analyze_report_free(r);
+}
+
+/* In a loop, what a receive writes is read by the next iteration's kernel
+ * (a ring): the consumer comes first in the text. */
+static void test_loop_carried(void **state)
+{
+  static const char src[] =
+      "__global__ void attn(const float *kv, float *o, int n)\n"
+      "{ o[threadIdx.x] += kv[threadIdx.x]; }\n"
+      "void ring(float *kv[2], float *o, int steps, int n, ncclComm_t c,\n"
+      "          cudaStream_t s, int next, int prev) {\n"
+      "  for (int step = 0; step < steps; step++) {\n"
+      "    int cur = step & 1;\n"
+      "    attn<<<1, 128, 0, s>>>(kv[cur], o, n);\n"
+      "    ncclGroupStart();\n"
+      "    ncclSend(kv[cur], n, ncclFloat, next, c, s);\n"
+      "    ncclRecv(kv[cur ^ 1], n, ncclFloat, prev, c, s);\n"
+      "    ncclGroupEnd();\n"
+      "  }\n"
+      "}\n"
+      "void ring2(float *a, float *b, int n, ncclComm_t c, cudaStream_t s) {\n"
+      "  float *cur = a, *nxt = b;\n"
+      "  for (int i = 0; i < 4; i++) {\n"
+      "    attn<<<1, 128, 0, s>>>(cur, b, n);\n"
+      "    ncclSend(cur, n, ncclFloat, 1, c, s);\n"
+      "    ncclRecv(nxt, n, ncclFloat, 0, c, s);\n"
+      "    std::swap(cur, nxt);\n"
+      "  }\n"
+      "}\n";
+  struct analyze_report *r = load_src(src);
+  const struct analyze_flow *f;
+  (void)state;
+  assert_true(op_named(r, "attn", 0)->in_place); /* o += ... */
+  f = flow_of(r, "kv", "ncclRecv", 0, "attn");
+  assert_non_null(f);
+  assert_true(f->carried);
+  f = flow_of(r, "a", "ncclRecv", 1, "attn");
+  assert_non_null(f);
+  assert_true(f->carried);
+  analyze_report_free(r);
+}
+
+/* One count of the communication, for analyze's summary and init. */
+static void test_comm_count(void **state)
+{
+  struct analyze_report *r = load("tests/data/analyze/tricky.cu");
+  struct analyze_counts c;
+  char phrase[96];
+  json_t *j;
+  (void)state;
+  analyze_count(r, &c);
+  assert_int_equal(c.collectives, 2);
+  assert_int_equal(c.p2p, 2);
+  assert_int_equal(analyze_host_comm_count(r), 4);
+  assert_string_equal(analyze_comm_phrase(r, phrase, sizeof(phrase)),
+                      "2 collectives, 2 send/recv");
+  j = analyze_report_json(r);
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(j, "summary"), "comm_calls")),
+                   4);
+  json_decref(j);
+  analyze_report_free(r);
+}
+
 static void test_parse_error_named(void **state)
 {
   struct err e = {0, ""};
@@ -272,6 +469,10 @@ int main(void)
       cmocka_unit_test(test_multi),
       cmocka_unit_test(test_workload_baselines),
       cmocka_unit_test(test_parse_error_named),
+      cmocka_unit_test(test_in_place),
+      cmocka_unit_test(test_scalars),
+      cmocka_unit_test(test_loop_carried),
+      cmocka_unit_test(test_comm_count),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
