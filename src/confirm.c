@@ -62,14 +62,15 @@ double confirm_spread(const double *x, int n)
   return med > 0 ? (s[n - 1] - s[0]) / 2 / med : 0;
 }
 
-/* One bench of program m's code (the whole cascade, as in the search).
- * *ms > 0 when it passed. */
-static int measure(struct evolve *s, const struct member *m, int round,
-                   double *ms, struct err *e)
+/* One bench of program m's code (the whole cascade, as in the search)
+ * on the inputs of input_seed, built as impl.  *ms > 0 when it passed. */
+static int measure_as(struct evolve *s, const struct member *m,
+                      const char *impl, unsigned long input_seed, double *ms,
+                      struct err *e)
 {
   struct eval_opts eo;
   struct eval_result r;
-  char impl[64], *code;
+  char *code;
   int rc;
 
   pthread_mutex_lock(&s->mu);
@@ -80,8 +81,6 @@ static int measure(struct evolve *s, const struct member *m, int round,
     return 0;
   memset(&eo, 0, sizeof(eo));
   memset(&r, 0, sizeof(r));
-  snprintf(impl, sizeof(impl), "confirm_%lld_%d%s", (long long)m->p.id, round,
-           s->ext);
   eo.wl = &s->wl;
   eo.tc = &s->tc;
   eo.impl_name = impl;
@@ -92,7 +91,7 @@ static int measure(struct evolve *s, const struct member *m, int round,
   eo.sizes = s->o.sizes;
   eo.gpus = s->gpus[0][0] ? s->gpus[0] : NULL;
   eo.machine = s->machine;
-  eo.seed = (s->o.seed ? s->o.seed : 1234) + 7919u * (unsigned)(round + 1);
+  eo.seed = input_seed;
   eo.per_size_process = s->o.process_per_size;
   rc = eval_candidate(&eo, code, &r, e);
   free(code);
@@ -100,6 +99,18 @@ static int measure(struct evolve *s, const struct member *m, int round,
     *ms = r.median_ms;
   eval_result_release(&r);
   return rc;
+}
+
+static int measure(struct evolve *s, const struct member *m, int round,
+                   double *ms, struct err *e)
+{
+  char impl[64];
+
+  snprintf(impl, sizeof(impl), "confirm_%lld_%d%s", (long long)m->p.id, round,
+           s->ext);
+  return measure_as(
+      s, m, impl,
+      (s->o.seed ? s->o.seed : 1234) + 7919u * (unsigned)(round + 1), ms, e);
 }
 
 static char *samples(const double *a, const double *b, int n)
@@ -169,21 +180,196 @@ static int contenders(struct evolve *s, const struct member *inc,
   return n;
 }
 
+/* Paired log ratios of a's times over b's in the rounds both were
+ * measured (> 0; -1 is a round that did not measure one of them), into
+ * lr; *failed counts rounds where either failed (0).  Returns the count. */
+static int pairs(const double *a, const double *b, int done, double *lr,
+                 int *failed)
+{
+  int r, n = 0;
+
+  if (failed)
+    *failed = 0;
+  for (r = 0; r < done; r++) {
+    if (a[r] < 0 || b[r] < 0)
+      continue;
+    if (a[r] == 0 || b[r] == 0) {
+      if (failed)
+        (*failed)++;
+      continue;
+    }
+    lr[n++] = log(a[r] / b[r]);
+  }
+  return n;
+}
+
+/* Standard deviation of x[0..n). */
+static double sdev(const double *x, int n)
+{
+  double m = 0, v = 0;
+  int i;
+
+  if (n < 2)
+    return 0;
+  for (i = 0; i < n; i++)
+    m += x[i] / n;
+  for (i = 0; i < n; i++)
+    v += (x[i] - m) * (x[i] - m);
+  return sqrt(v / (n - 1));
+}
+
+/* The contender p[1..nc] that is faster than the incumbent p[0] beyond the
+ * noise by the most (its interval of the paired ratio entirely below 1),
+ * or 0 (none: the incumbent stays). */
+static int pick_best(double (*ms)[MAXROUNDS], int nc, int done)
+{
+  double lr[MAXROUNDS], lo, hi, ratio, best = 0;
+  int k, adopt = 0, failed, n;
+
+  for (k = 1; k <= nc; k++) {
+    n = pairs(ms[k], ms[0], done, lr, &failed);
+    if (failed || n < 2)
+      continue;
+    ratio = confirm_interval(lr, n, &lo, &hi);
+    if (hi < 1 && (!adopt || ratio < best)) {
+      adopt = k;
+      best = ratio;
+    }
+  }
+  return adopt;
+}
+
+/* The closest rival of p[kb] among p[0..nc] (the smallest paired ratio of
+ * its time over kb's), or -1. */
+static int next_of(double (*ms)[MAXROUNDS], int nc, int kb, int done)
+{
+  double lr[MAXROUNDS], lo, hi, ratio, best = 0;
+  int k, at = -1, failed, n;
+
+  for (k = 0; k <= nc; k++) {
+    if (k == kb)
+      continue;
+    n = pairs(ms[k], ms[kb], done, lr, &failed);
+    if (failed || n < 2)
+      continue;
+    ratio = confirm_interval(lr, n, &lo, &hi);
+    if (at < 0 || ratio < best) {
+      at = k;
+      best = ratio;
+    }
+  }
+  return at;
+}
+
+/* The closest rival of p[kb] (as next_of) not yet tried whose interval
+ * still holds 1, or -1. */
+static int rival(double (*ms)[MAXROUNDS], int nc, int kb, int done,
+                 const int *tried)
+{
+  double lr[MAXROUNDS], lo, hi, ratio, best = 0;
+  int k, at = -1, failed, n;
+
+  for (k = 0; k <= nc; k++) {
+    if (k == kb || tried[k])
+      continue;
+    n = pairs(ms[k], ms[kb], done, lr, &failed);
+    if (failed || n < 2)
+      continue;
+    ratio = confirm_interval(lr, n, &lo, &hi);
+    if (lo <= 1 && hi >= 1 && (at < 0 || ratio < best)) {
+      at = k;
+      best = ratio;
+    }
+  }
+  return at;
+}
+
+/* Paired rounds of the best (kb) and its closest rival (jn) until their
+ * interval separates them, or the cap; what happened goes to out.  The
+ * rounds needed are estimated first from the gap and the noise (the
+ * larger of the pairs' spread and the machine's floor): a gap the cap
+ * cannot resolve is not measured for nothing.  Returns the rounds done. */
+static int separate(struct evolve *s, struct member **p,
+                    double (*ms)[MAXROUNDS], int kb, int jn, int done,
+                    struct buf *out, struct err *e, int *rc)
+{
+  double lr[MAXROUNDS], ratio, lo, hi, gap, sd;
+  int n, cap = s->o.confirm_max_rounds, need = 0, start = done;
+
+  if (cap > MAXROUNDS)
+    cap = MAXROUNDS;
+  n = pairs(ms[jn], ms[kb], done, lr, NULL);
+  ratio = confirm_interval(lr, n, &lo, &hi);
+  if (lo > 1 || hi < 1 || n < 2)
+    return done; /* apart already (or nothing to pair) */
+  gap = fabs(log(ratio));
+  sd = sdev(lr, n);
+  if (s->floor_rounds && s->floor_rel > sd)
+    sd = s->floor_rel;
+  if (gap > 0)
+    need = (int)ceil(pow(2.2 * sd / gap, 2));
+  if (gap <= 0 || need > cap) {
+    buf_printf(out,
+               "could not separate #%lld from #%lld: %.3f of its time, 95%% "
+               "CI [%.3f, %.3f] over %d rounds; at a noise of %.1f%% per "
+               "pair that would take %s%d paired rounds (confirm_max_rounds "
+               "%d): within noise\n",
+               (long long)p[jn]->p.id, (long long)p[kb]->p.id, ratio, lo, hi,
+               n, 100 * (exp(sd) - 1), gap > 0 ? "about " : "more than ",
+               gap > 0 ? need : cap, cap);
+    return done;
+  }
+  printf("confirming: #%lld and #%lld are within noise after %d rounds "
+         "(95%% CI [%.3f, %.3f]): pairing them until they separate (about "
+         "%d rounds, at most %d)\n",
+         (long long)p[kb]->p.id, (long long)p[jn]->p.id, n, lo, hi, need, cap);
+  fflush(stdout);
+  while (done < cap && !search_interrupted && lo <= 1 && hi >= 1) {
+    int i, who[2] = {kb, jn};
+    for (i = 0; i < 2; i++) {
+      int j = who[(i + done) % 2]; /* the order alternates */
+      *rc = measure(s, p[j], done, &ms[j][done], e);
+      if (*rc || search_interrupted)
+        return done;
+    }
+    done++;
+    n = pairs(ms[jn], ms[kb], done, lr, NULL);
+    ratio = confirm_interval(lr, n, &lo, &hi);
+  }
+  if (lo > 1 || hi < 1)
+    buf_printf(out,
+               "separated #%lld from #%lld with %d paired rounds more (%d in "
+               "all)\n",
+               (long long)p[kb]->p.id, (long long)p[jn]->p.id, done - start,
+               n);
+  else if (!search_interrupted)
+    buf_printf(out,
+               "could not separate #%lld from #%lld: %.3f of its time, 95%% "
+               "CI [%.3f, %.3f] after %d paired rounds (confirm_max_rounds "
+               "%d): within noise\n",
+               (long long)p[jn]->p.id, (long long)p[kb]->p.id, ratio, lo, hi,
+               n, cap);
+  return done;
+}
+
 int confirm_best(struct evolve *s, struct err *e)
 {
   static double ms[MAXP][MAXROUNDS];
   struct member *p[MAXP], *inc, *best;
   struct buf out = BUF_INIT(16 * 1024);
   double lr[MAXROUNDS], ratio, lo, hi, thr = s->o.noise_threshold;
-  double best_mean = 0, seed_spread;
+  double seed_spread, seed_ms[MAXROUNDS];
   int np, nc, r, rounds = s->o.confirm_rounds, done = 0, i, k, seed_ix = -1;
-  int adopt = -1, extended = 0, rc = 0;
+  int adopt, extended = 0, rc = 0, kb, jn, failed, n;
 
   inc = search_find(s, s->best_id);
   if (!inc || rounds <= 0 || s->o.confirm <= 0)
     return 0;
   if (rounds > MAXROUNDS / 2)
     rounds = MAXROUNDS / 2;
+  for (i = 0; i < MAXP; i++)
+    for (r = 0; r < MAXROUNDS; r++)
+      ms[i][r] = -1; /* not measured */
   p[0] = inc;
   nc = contenders(s, inc, p + 1,
                   s->o.confirm < MAXP - 2 ? s->o.confirm : MAXP - 2);
@@ -213,7 +399,10 @@ int confirm_best(struct evolve *s, struct err *e)
         break;
     }
     done = r;
-    seed_spread = seed_ix >= 0 ? confirm_spread(ms[seed_ix], done) : 0;
+    for (r = 0, n = 0; seed_ix >= 0 && r < done; r++)
+      if (ms[seed_ix][r] >= 0)
+        seed_ms[n++] = ms[seed_ix][r];
+    seed_spread = seed_ix >= 0 ? confirm_spread(seed_ms, n) : 0;
     if (seed_ix >= 0 && seed_spread > thr && !extended &&
         !search_interrupted && rounds * 2 <= MAXROUNDS) {
       buf_printf(&out,
@@ -230,6 +419,23 @@ int confirm_best(struct evolve *s, struct err *e)
     }
     break;
   }
+  if (!search_interrupted) {
+    /* enough rounds to tell the best from the next, or say it cannot:
+     * each rival still within noise of the (current) best, closest
+     * first, gets its paired rounds */
+    int tried[MAXP] = {0};
+    for (i = 0; i <= nc && !search_interrupted; i++) {
+      kb = pick_best(ms, nc, done);
+      jn = rival(ms, nc, kb, done, tried);
+      if (jn < 0)
+        break;
+      tried[jn] = 1;
+      done = separate(s, p, ms, kb, jn, done, &out, e, &rc);
+      if (rc && !search_interrupted)
+        goto out;
+      rc = 0;
+    }
+  }
   if (search_interrupted) {
     /* cut short: no verdict from part of the rounds */
     buf_printf(&out,
@@ -245,22 +451,16 @@ int confirm_best(struct evolve *s, struct err *e)
                "below are wider than usual\n",
                100 * seed_spread, 100 * thr);
   /* the contenders against the incumbent */
+  adopt = pick_best(ms, nc, done);
   for (k = 1; k <= nc; k++) {
     const char *verdict;
-    int n = 0;
-    for (r = 0; r < done; r++)
-      if (ms[k][r] > 0 && ms[0][r] > 0)
-        lr[n++] = log(ms[k][r] / ms[0][r]);
-    if (n < done) {
+    n = pairs(ms[k], ms[0], done, lr, &failed);
+    if (failed || !n) {
       verdict = "failed on re-run";
       ratio = lo = hi = 0;
     } else {
       ratio = confirm_interval(lr, n, &lo, &hi);
       verdict = hi < 1 ? "faster" : lo > 1 ? "slower" : "within noise";
-      if (hi < 1 && (adopt < 0 || ratio < best_mean)) {
-        adopt = k;
-        best_mean = ratio;
-      }
     }
     buf_printf(&out,
                "  #%lld vs #%lld: %.3f of its time, 95%% CI [%.3f, "
@@ -274,31 +474,25 @@ int confirm_best(struct evolve *s, struct err *e)
   best = adopt > 0 ? p[adopt] : inc;
   k = adopt > 0 ? adopt : 0;
   /* the best's margin over the next contender (paired) */
-  for (i = 0; i <= nc; i++) {
-    int n = 0;
-    if (i == k)
-      continue;
-    for (r = 0; r < done; r++)
-      if (ms[k][r] > 0 && ms[i][r] > 0)
-        lr[n++] = log(ms[i][r] / ms[k][r]);
-    if (n < 2)
-      continue;
+  i = next_of(ms, nc, k, done);
+  if (i >= 0) {
+    char m[200]; /* "faster"/"slower", never a negative gain */
+    n = pairs(ms[i], ms[k], done, lr, NULL);
     ratio = confirm_interval(lr, n, &lo, &hi);
-    {
-      char m[200]; /* "faster"/"slower", never a negative gain */
-      buf_printf(&out, "%s\n",
-                 meta_margin_text(m, sizeof(m), (long long)best->p.id,
-                                  (long long)p[i]->p.id, ratio, lo, hi));
-    }
-    break;
+    buf_printf(&out, "%s\n",
+               meta_margin_text(m, sizeof(m), (long long)best->p.id,
+                                (long long)p[i]->p.id, ratio, lo, hi));
   }
   /* against the bar (its run-start median), when the workload has one,
    * and the seed (paired) */
   {
-    int n = 0;
+    double bt[MAXROUNDS];
+    n = 0;
     for (r = 0; r < done; r++)
-      if (ms[k][r] > 0)
+      if (ms[k][r] > 0) {
+        bt[n] = ms[k][r];
         lr[n++] = log(s->baseline_ms / ms[k][r]);
+      }
     if (n && s->baseline_ms > 0 && s->run.baseline_json) {
       ratio = confirm_interval(lr, n, &lo, &hi);
       buf_printf(&out,
@@ -308,15 +502,19 @@ int confirm_best(struct evolve *s, struct err *e)
                  adopt > 0 ? "; adopted: faster than the former best beyond "
                              "the noise"
                            : "");
-      if ((rc = store(s, best->p.id, 0, "bar", n, ratio, lo, hi, "best", ms[k],
+      if ((rc = store(s, best->p.id, 0, "bar", n, ratio, lo, hi, "best", bt,
                       NULL, e)))
         goto out;
     }
-    n = 0;
-    for (r = 0; seed_ix >= 0 && r < done; r++)
-      if (ms[k][r] > 0 && ms[seed_ix][r] > 0)
-        lr[n++] = log(ms[seed_ix][r] / ms[k][r]);
+    n = seed_ix >= 0 ? pairs(ms[seed_ix], ms[k], done, lr, NULL) : 0;
     if (n) {
+      double a[MAXROUNDS], b[MAXROUNDS];
+      int m2 = 0;
+      for (r = 0; r < done; r++)
+        if (ms[k][r] > 0 && ms[seed_ix][r] > 0) {
+          a[m2] = ms[k][r];
+          b[m2++] = ms[seed_ix][r];
+        }
       ratio = confirm_interval(lr, n, &lo, &hi);
       if (s->run.baseline_json)
         buf_printf(&out,
@@ -331,7 +529,7 @@ int confirm_best(struct evolve *s, struct err *e)
                                "beyond the noise"
                              : "");
       if ((rc = store(s, best->p.id, s->seed_id, "seed", n, ratio, lo, hi,
-                      "best", ms[k], ms[seed_ix], e)))
+                      "best", a, b, e)))
         goto out;
     }
   }
@@ -349,6 +547,82 @@ out:
     s->confirm_text = buf_detach(&out, NULL);
   }
   buf_release(&out);
+  return rc;
+}
+
+int confirm_floor(struct evolve *s, struct err *e)
+{
+  struct member *seed = search_find(s, s->seed_id);
+  unsigned long base = s->o.seed ? s->o.seed : 1234;
+  double a[MAXROUNDS], b[MAXROUNDS], lr[MAXROUNDS], ratio, lo, hi, rms = 0;
+  double t0 = db_now();
+  int rounds = s->o.noise_floor_rounds, r, n = 0, evals = 0, rc = 0;
+  char line[400];
+
+  if (!seed || rounds < 1 || seed->p.median_ms <= 0)
+    return 0;
+  if (rounds > MAXROUNDS / 2)
+    rounds = MAXROUNDS / 2;
+  if (rounds < 2)
+    rounds = 2; /* one pair has no interval */
+  printf("noise floor: measuring the seed #%lld against itself, %d paired "
+         "rounds (%d evaluations besides its own)\n",
+         (long long)seed->p.id, rounds, 2 * rounds - 1);
+  fflush(stdout);
+  for (r = 0; r < rounds && !search_interrupted; r++) {
+    /* round 0 pairs the search's own evaluation of the seed with one
+     * right after it (same inputs); later rounds alternate the order */
+    unsigned long in = r ? base + 104729u * (unsigned)r : base;
+    char impl[64];
+    int i;
+    a[r] = b[r] = 0;
+    if (!r)
+      a[r] = seed->p.median_ms;
+    for (i = 0; i < 2; i++) {
+      double *slot = (i + r) % 2 ? &a[r] : &b[r];
+      if (!r && slot == &a[r])
+        continue;
+      snprintf(impl, sizeof(impl), "floor_%d_%c%s", r,
+               slot == a + r ? 'a' : 'b', s->ext);
+      rc = measure_as(s, seed, impl, in, slot, e);
+      evals++;
+      if (rc || search_interrupted)
+        break;
+    }
+    if (rc)
+      return rc;
+    if (a[r] > 0 && b[r] > 0) {
+      lr[n] = log(b[r] / a[r]);
+      rms += lr[n] * lr[n];
+      a[n] = a[r];
+      b[n] = b[r];
+      n++;
+    }
+  }
+  if (search_interrupted)
+    return 0;
+  if (n < 2) {
+    snprintf(line, sizeof(line),
+             "noise floor: not measured (%d of %d rounds passed)", n, rounds);
+  } else {
+    ratio = confirm_interval(lr, n, &lo, &hi);
+    s->floor_rel = sqrt(rms / n);
+    s->floor_lo = lo;
+    s->floor_hi = hi;
+    s->floor_rounds = n;
+    snprintf(line, sizeof(line),
+             "noise floor: the seed against itself differs by %.1f%% (95%% "
+             "interval [%.3f, %.3f]) over %d paired rounds; one pair "
+             "differs by %.1f%%; cost %d evaluations, %.1f s",
+             100 * fmax(hi - 1, 1 - lo), lo, hi, n,
+             100 * (exp(s->floor_rel) - 1), evals, db_now() - t0);
+    rc = store(s, seed->p.id, seed->p.id, "itself", n, ratio, lo, hi,
+               "noise floor", b, a, e);
+  }
+  printf("%s\n", line);
+  fflush(stdout);
+  free(s->floor_text);
+  s->floor_text = strdup(line);
   return rc;
 }
 

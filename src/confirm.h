@@ -6,7 +6,11 @@
  * rotating).  A contender whose paired ratio to the incumbent (its time
  * over the incumbent's, same round) has a 95% t-interval of the log ratio
  * entirely below 1 is faster beyond the noise and becomes the best; one
- * whose interval holds 1 is "within noise".  When the seed's spread over
+ * whose interval holds 1 is "within noise".  Then the best and its closest
+ * rival get paired rounds of their own until their interval separates
+ * them, up to `confirm_max_rounds` (when the gap and the noise, the
+ * larger of their pairs' spread and the noise floor, say the cap can do
+ * it; else the summary says it could not).  When the seed's spread over
  * the rounds is beyond noise_threshold of its median, the rounds are
  * repeated once and the summary says so.  Every comparison is a row of
  * table confirmations.
@@ -25,6 +29,17 @@ struct evolve;
  * for the summary go to s->confirm_text.  0, or a fatal error (the
  * database); a candidate failing its re-run is a verdict, not an error. */
 int confirm_best(struct evolve *s, struct err *e) WARN_UNUSED;
+
+/* The noise floor of the machine (issue 49): the seed against itself,
+ * `noise_floor_rounds` paired rounds (the search's own evaluation of the
+ * seed is the first half of the first pair; 2 x rounds - 1 evaluations
+ * more), interleaved with alternating order.  Sets s->floor_* (the paired
+ * log ratios' root mean square and their 95% interval), prints and keeps
+ * "noise floor: the seed against itself differs by X% (95% interval
+ * [a, b]) ..." for the summary, and stores a confirmations row (versus
+ * "itself", verdict "noise floor").  Lock NOT held; no worker running.
+ * 0, or a fatal error. */
+int confirm_floor(struct evolve *s, struct err *e) WARN_UNUSED;
 
 /* The run's headline (headline.h) into s->headline, read back from the
  * database as `cuco report` and `cuco serve` read it, so that the summary

@@ -297,8 +297,8 @@ out:
   return rc;
 }
 
-int cutok_lex(const char *src, size_t len, struct cutok_list *out,
-              struct err *e)
+static int lex_all(const char *src, size_t len, struct cutok_list *out,
+                   int match, struct err *e)
 {
   struct lexer lx = {src, len, 0, 1, 1};
   int at_line_start = 1, rc;
@@ -378,7 +378,19 @@ int cutok_lex(const char *src, size_t len, struct cutok_list *out,
     if (rc)
       return rc;
   }
-  return match_brackets(out, e);
+  return match ? match_brackets(out, e) : 0;
+}
+
+int cutok_lex(const char *src, size_t len, struct cutok_list *out,
+              struct err *e)
+{
+  return lex_all(src, len, out, 1, e);
+}
+
+int cutok_lex_flat(const char *src, size_t len, struct cutok_list *out,
+                   struct err *e)
+{
+  return lex_all(src, len, out, 0, e);
 }
 
 void cutok_release(struct cutok_list *l)

@@ -48,6 +48,12 @@ struct cutok_list {
 int cutok_lex(const char *src, size_t len, struct cutok_list *out,
               struct err *e) WARN_UNUSED;
 
+/* cutok_lex() without matching brackets (every match is -1): for text
+ * that need not balance, such as a macro body or one branch of an #if.
+ * The same errors but the bracket ones. */
+int cutok_lex_flat(const char *src, size_t len, struct cutok_list *out,
+                   struct err *e) WARN_UNUSED;
+
 void cutok_release(struct cutok_list *l);
 
 /* True when token i exists and its text equals s exactly. */

@@ -56,6 +56,10 @@ static const char *const migrations[] = {
     " id INTEGER PRIMARY KEY, run_id INTEGER, program_id INTEGER,"
     " versus_id INTEGER, versus TEXT, rounds INTEGER, ratio REAL, lo REAL,"
     " hi REAL, verdict TEXT, samples_json TEXT, created_at REAL);",
+    /* 2 -> 3: one program, one evaluation (issue 49): a proposal that
+     * compiles to a program already evaluated is a row of status
+     * 'duplicate' that names the program answering it */
+    "ALTER TABLE programs ADD COLUMN same_as INTEGER;",
 };
 #define NMIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 
@@ -493,8 +497,9 @@ int db_program_insert(struct db *db, struct db_program *p, struct err *e)
               " directives_json, backend, placement, sync, issuer,"
               " chunk_bytes, status, stage, error, metrics_json, score,"
               " median_ms, noise_ms, speedup, llm_call_id, rationale,"
-              " created_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?,"
-              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              " created_at, finished_at, same_as) VALUES (?, ?, ?, ?, ?, ?,"
+              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+              " ?, ?)",
               &st, e))
     return ERR_DB;
   p->created_at = db_now();
@@ -531,6 +536,7 @@ int db_program_insert(struct db *db, struct db_program *p, struct err *e)
     sqlite3_bind_double(st, 27, p->finished_at);
   else
     sqlite3_bind_null(st, 27);
+  bind_id(st, 28, p->same_as);
   if (step_done(db, st, "insert program", e))
     return ERR_DB;
   p->id = (int64_t)sqlite3_last_insert_rowid(db->h);
@@ -612,7 +618,7 @@ int db_program_set_llm(struct db *db, int64_t id, int64_t llm_call_id,
   " phase, code_hash, directives_json, backend, placement, sync, issuer,"     \
   " chunk_bytes, status, stage, error, metrics_json, score, median_ms,"       \
   " noise_ms, speedup, llm_call_id, rationale, created_at, started_at,"       \
-  " finished_at"
+  " finished_at, same_as"
 #define PROGRAM_CODE_COLS ", code, build_log, verify_log"
 
 static void read_program(sqlite3_stmt *st, int with_code, struct db_program *p)
@@ -647,10 +653,11 @@ static void read_program(sqlite3_stmt *st, int with_code, struct db_program *p)
   p->created_at = real_col(st, 25, 0);
   p->started_at = real_col(st, 26, 0);
   p->finished_at = real_col(st, 27, 0);
+  p->same_as = int_col(st, 28);
   if (with_code) {
-    p->code = dup_col(st, 28);
-    p->build_log = dup_col(st, 29);
-    p->verify_log = dup_col(st, 30);
+    p->code = dup_col(st, 29);
+    p->build_log = dup_col(st, 30);
+    p->verify_log = dup_col(st, 31);
   }
 }
 

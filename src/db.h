@@ -18,7 +18,7 @@
 
 #include "err.h"
 
-#define DB_SCHEMA_VERSION 2
+#define DB_SCHEMA_VERSION 3
 
 struct db;
 
@@ -92,7 +92,8 @@ struct db_program {
   char *directives_json;
   char *backend, *placement, *sync, *issuer;
   int64_t chunk_bytes; /* 0 = NULL */
-  char *status;        /* pending|running|ok|failed|rejected */
+  char *status;        /* pending|running|ok|failed|rejected|interrupted|
+                         duplicate */
   char *stage;         /* static|build|verify|bench|done */
   char *error, *build_log, *verify_log, *metrics_json;
   int has_score;
@@ -101,6 +102,8 @@ struct db_program {
   int64_t llm_call_id;                 /* 0 = NULL */
   char *rationale;
   double created_at, started_at, finished_at; /* 0 = NULL */
+  int64_t same_as; /* status duplicate: the program whose evaluation
+                      answers this row (it compiles to the same); 0 = NULL */
 };
 
 /* Fill *p with NULLs/zeros and the "unset" markers (median_ms etc. -1). */

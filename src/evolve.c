@@ -13,6 +13,7 @@
 
 #include "bar.h"
 #include "buf.h"
+#include "build.h"
 #include "cmd.h"
 #include "config.h"
 #include "doctor.h"
@@ -70,6 +71,12 @@ int evolve_opts_init(struct evolve_opts *o, const struct config *cfg,
   if (config_get_long(cfg, "evolve", "confirm_rounds", 3, 0, 32, &v, e))
     return e->code;
   o->confirm_rounds = (int)v;
+  if (config_get_long(cfg, "evolve", "confirm_max_rounds", 16, 0, 32, &v, e))
+    return e->code;
+  o->confirm_max_rounds = (int)v;
+  if (config_get_long(cfg, "evolve", "noise_floor_rounds", 3, 0, 16, &v, e))
+    return e->code;
+  o->noise_floor_rounds = (int)v;
   if (config_get_double(cfg, "evolve", "noise_threshold", 0.05, 0.001, 1,
                         &o->noise_threshold, e))
     return e->code;
@@ -281,6 +288,29 @@ static char *config_json(const struct evolve *s)
   return t;
 }
 
+/* The seed did not pass: the error says why, keeping its end (what to
+ * change, such as the [allow] symbols line to add) when the whole does
+ * not fit an error line. */
+static int seed_failed(const struct evolve *s, const struct member *m,
+                       struct err *e)
+{
+  const char *why = m->p.error ? m->p.error : "", *hint;
+  char head[160];
+  size_t room;
+
+  snprintf(head, sizeof(head),
+           "the seed %s did not pass (%s at %s): ", s->wl.seed, m->p.status,
+           m->p.stage ? m->p.stage : "?");
+  if (strlen(head) + strlen(why) < sizeof(e->msg))
+    return err_set(e, ERR_VERIFY, "%s%s", head, why);
+  hint = strstr(why, "; to allow");
+  if (!hint || strlen(hint) > sizeof(e->msg) / 2)
+    hint = why + strlen(why) - sizeof(e->msg) / 3;
+  room = sizeof(e->msg) - strlen(head) - strlen(hint) - 5;
+  return err_set(e, ERR_VERIFY, "%s%.*s ...%s", head,
+                 (int)(room < strlen(why) ? room : strlen(why)), why, hint);
+}
+
 /* The seed row: island 0, generation 0, evaluated now; copies go to the
  * other islands.  A seed that does not pass is the end of the run. */
 static int start_seed(struct evolve *s, struct err *e)
@@ -314,13 +344,12 @@ static int start_seed(struct evolve *s, struct err *e)
       !strcmp(m->p.status, "interrupted")) {
     if (search_evaluate(s, s->seed_id, 0, e))
       return e->code;
+    s->seed_evaluated = 1;
   }
   if (search_interrupted)
     return 0; /* no verdict on the seed: --resume evaluates it */
   if (strcmp(m->p.status, "ok"))
-    return err_set(e, ERR_VERIFY, "the seed %s did not pass (%s at %s): %s",
-                   s->wl.seed, m->p.status, m->p.stage ? m->p.stage : "?",
-                   m->p.error ? m->p.error : "");
+    return seed_failed(s, m, e);
   if (s->baseline_ms <= 0 && m->p.median_ms > 0) {
     s->baseline_ms = m->p.median_ms; /* no baseline: relative to the seed */
     m->p.speedup = 1;
@@ -386,8 +415,9 @@ static int load_run(struct evolve *s, struct err *e)
     if (unfinished && p->id != s->seed_id)
       s->queue[s->nqueue++] = p->id;
     else if (!unfinished &&
-             strcmp(p->edit_kind ? p->edit_kind : "", "migrate"))
-      s->count++; /* progress lines go on counting */
+             strcmp(p->edit_kind ? p->edit_kind : "", "migrate") &&
+             strcmp(p->status ? p->status : "", "duplicate"))
+      s->count++; /* progress lines go on counting evaluations */
     if (!search_add(s, p)) {
       db_programs_free(arr, n);
       return err_set(e, ERR_NOMEM, "out of memory");
@@ -495,14 +525,18 @@ static void summary(struct evolve *s)
   const json_t *g = s->machine ? json_object_get(s->machine, "gpus") : NULL;
   const json_t *g0 = g ? json_array_get(json_object_get(g, "list"), 0) : NULL;
   int ok = 0, failed = 0, rejected = 0, pending = 0, n = 0, copies = 0;
-  int interrupted = 0;
-  char copied[96] = "", stopped[48] = "";
+  int interrupted = 0, dups = 0;
+  char copied[96] = "", stopped[48] = "", duped[96] = "";
   size_t i;
 
   for (i = 0; i < s->nm; i++) {
     const struct db_program *p = &s->m[i]->p;
     if (p->edit_kind && !strcmp(p->edit_kind, "migrate")) {
       copies++; /* not candidates: the report counts them apart too */
+      continue;
+    }
+    if (p->status && !strcmp(p->status, "duplicate")) {
+      dups++; /* answered from the database: proposals, not candidates */
       continue;
     }
     n++;
@@ -567,11 +601,23 @@ static void summary(struct evolve *s)
              copies, copies == 1 ? "y" : "ies");
   if (interrupted)
     snprintf(stopped, sizeof(stopped), ", %d interrupted", interrupted);
+  if (dups)
+    snprintf(duped, sizeof(duped), " + %d duplicate%s (not evaluated)", dups,
+             dups == 1 ? "" : "s");
   printf("candidates: %d (%d correct, %d failed, %d rejected before "
-         "evaluation%s%s)%s; LLM: %s, $%.4f; wall %s\n",
+         "evaluation%s%s)%s%s; LLM: %s, $%.4f; wall %s\n",
          n, ok, failed, rejected, stopped, pending ? ", some unfinished" : "",
-         copied, s->use_llm ? "yes" : "none (offline tuner)", s->run.spent_usd,
-         wall);
+         copied, duped, s->use_llm ? "yes" : "none (offline tuner)",
+         s->run.spent_usd, wall);
+  /* one program, one evaluation: proposals that compile to a program
+   * already evaluated were answered from the database */
+  printf("duplicates: %d proposal%s compiled to a program already evaluated "
+         "and %s answered from the database: %d candidate%s for %d "
+         "proposals\n",
+         dups, dups == 1 ? "" : "s", dups == 1 ? "was" : "were", n,
+         n == 1 ? "" : "s", n + dups);
+  if (s->floor_text)
+    printf("%s\n", s->floor_text);
   if (s->confirm_text)
     fputs(s->confirm_text, stdout);
   if (s->noise_text)
@@ -675,6 +721,19 @@ static int prepare(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
     return e->code;
   dot = strrchr(s->wl.seed, '.');
   snprintf(s->ext, sizeof(s->ext), "%s", dot && strlen(dot) < 12 ? dot : "");
+  {
+    /* identities read the workload's headers and the runtime's, as the
+     * build finds them (-I) */
+    char rt[WORKLOAD_PATH + 200] = "";
+    const char *dirs[2] = {s->wl.dir, rt};
+    struct err re;
+    if (s->wl.kind == WORKLOAD_RUNTIME &&
+        build_find_runtime(ctx->cfg, s->wl.dir, rt, sizeof(rt), &re))
+      rt[0] = '\0';
+    s->pid = progid_new(dirs, 2);
+    if (!s->pid)
+      return err_set(e, ERR_NOMEM, "out of memory");
+  }
   s->pool = llm_pool_new(ctx->cfg, e);
   if (!s->pool)
     return e->code;
@@ -834,6 +893,10 @@ static int evolve_main(struct evolve *s, struct cmd_ctx *ctx, struct err *e)
     return rc;
   if ((rc = start_seed(s, e)))
     return rc;
+  /* the machine's noise floor, before anything is compared (a resumed run
+   * measured it when it started) */
+  if (s->seed_evaluated && !search_interrupted && (rc = confirm_floor(s, e)))
+    return rc;
   search_write_best(s);
   rc = search_run(s, e);
   /* an LLM run in which no call got an answer, or that the LLM's settings
@@ -889,6 +952,8 @@ static void evolve_free(struct evolve *s)
   free(s->seed_code);
   free(s->confirm_text);
   free(s->noise_text);
+  free(s->floor_text);
+  progid_free(s->pid);
   for (k = 0; k < s->nrec_str; k++)
     free(s->rec_str[k]);
   db_run_release(&s->run);

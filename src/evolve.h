@@ -57,6 +57,10 @@ struct evolve_opts {
   struct select_params sel;
   int confirm;            /* contenders re-measured at the end (0: none) */
   int confirm_rounds;     /* interleaved rounds of that confirmation */
+  int confirm_max_rounds; /* paired rounds the best and the next may get
+                             until their interval separates them */
+  int noise_floor_rounds; /* paired rounds of the seed against itself at
+                             the start (0: not measured) */
   double noise_threshold; /* relative spread beyond which a measurement
                              is called noisy and repeated */
   /* [evolve] edit_sequence = diff, full, cross: a fixed cycle of edit

@@ -149,7 +149,9 @@ char *meta_stats(const struct db_program *progs, size_t n, int island)
       continue;
     if (!strcmp(kind, "migrate") || !p->status ||
         !strcmp(p->status, "pending") || !strcmp(p->status, "running") ||
-        !strcmp(p->status, "interrupted")) /* no verdict (yet) */
+        !strcmp(p->status, "interrupted") ||
+        !strcmp(p->status, "duplicate")) /* no verdict (yet), or one that
+                                            is another program's */
       continue;
     total++;
     ok += is_ok;

@@ -63,11 +63,13 @@ static size_t island_ok(struct evolve *s, int k, struct member **out,
   return n;
 }
 
-/* Is there a row with the code this directive set gives the parent? */
-struct seen_ctx {
-  struct evolve *s;
-  const char *parent_code;
-};
+#define MAX_DUP_ROWS 32 /* duplicate rows one proposal records */
+
+static struct member *insert_row(struct evolve *s, const struct job *j,
+                                 const char *code, const char *status,
+                                 const char *error, const char *rationale,
+                                 int64_t llm_call_id, int64_t same_as,
+                                 struct err *e);
 
 static int seen_code(struct evolve *s, const char *code)
 {
@@ -81,16 +83,104 @@ static int seen_code(struct evolve *s, const char *code)
   return 0;
 }
 
+/* One program, one evaluation (issue 49): when code compiles to a program
+ * already evaluated (or under way), record the proposal as a duplicate
+ * row that names it, with no evaluation, and return that row (lock
+ * held).  NULL when code is a new program (or the row could not be
+ * written: then it is simply not proposed). */
+static struct member *answer_duplicate(struct evolve *s, const struct job *j,
+                                       const char *code, const char *rationale,
+                                       const char *what, int64_t llm_call_id)
+{
+  struct member *orig, *m;
+  struct err e;
+  char ident[17], why[300];
+
+  (void)search_ident(s, code, ident);
+  orig = search_same_program(s, ident);
+  if (!orig)
+    return NULL;
+  snprintf(why, sizeof(why),
+           "the same program as #%lld (what it compiles to: %s): answered "
+           "from the database, not evaluated",
+           (long long)orig->p.id, ident);
+  m = insert_row(s, j, code, "duplicate", why, rationale, llm_call_id,
+                 orig->p.id, &e);
+  if (!m) {
+    log_warn("evolve: %s", e.msg);
+    return orig; /* not recorded, still not evaluated */
+  }
+  snprintf(m->ident, sizeof(m->ident), "%s", ident);
+  printf("[  =  ] #%-4lld gen %-3d island %d %-7s the same program as #%lld"
+         "%s%s%s: answered from the database, not evaluated\n",
+         (long long)m->p.id, m->p.generation, m->p.island,
+         m->p.edit_kind ? m->p.edit_kind : "?", (long long)orig->p.id,
+         what && *what ? " (" : "", what && *what ? what : "",
+         what && *what ? ")" : "");
+  fflush(stdout);
+  return m;
+}
+
+/* Is there a row with the code this directive set gives the parent, or
+ * one with the program it compiles to (then the proposal is answered from
+ * it)? */
+struct seen_ctx {
+  struct evolve *s;
+  const struct job *j;
+  const char *parent_code;
+  const struct directive_set *parent;
+  int ndup;
+};
+
+/* "kunroll 1 -> 4" for what d changes in parent. */
+static void describe_change(const struct directive_set *a,
+                            const struct directive_set *b, char *out, size_t n)
+{
+  size_t o = 0;
+  int i, k;
+
+  out[0] = '\0';
+#define DIFF(f, name)                                                         \
+  if (strcmp(a->f, b->f) && o < n)                                            \
+    o += (size_t)snprintf(out + o, n - o, "%s%s %s -> %s", o ? ", " : "",     \
+                          name, a->f, b->f);
+  DIFF(backend, "backend")
+  DIFF(placement, "placement")
+  DIFF(sync, "sync")
+  DIFF(issuer, "issuer")
+  DIFF(chunk_text, "chunk")
+#undef DIFF
+  for (i = 0; i < b->nparams && o < n; i++)
+    for (k = 0; k < a->nparams; k++)
+      if (!strcmp(a->params[k].name, b->params[i].name) &&
+          strcmp(a->params[k].value, b->params[i].value) && o < n)
+        o += (size_t)snprintf(out + o, n - o, "%s%s %s -> %s", o ? ", " : "",
+                              b->params[i].name, a->params[k].value,
+                              b->params[i].value);
+}
+
 static int seen_directives(void *ud, const struct directive_set *d)
 {
   struct seen_ctx *c = ud;
   struct err e;
   char *code = directive_apply(c->parent_code, d, &e);
+  char what[256];
   int seen;
 
   if (!code)
     return 1; /* cannot render it: do not propose it */
   seen = seen_code(c->s, code);
+  if (!seen && c->ndup < MAX_DUP_ROWS) {
+    describe_change(c->parent, d, what, sizeof(what));
+    if (answer_duplicate(c->s, c->j, code, what, what, 0)) {
+      c->ndup++;
+      seen = 1;
+    }
+  } else if (!seen) {
+    char ident[17];
+    (void)search_ident(c->s, code, ident);
+    seen = search_same_program(c->s, ident) != NULL;
+  }
   free(code);
   return seen;
 }
@@ -130,16 +220,27 @@ static struct tuner_obs *history(struct evolve *s, const struct member *p,
     return NULL;
   skeleton_hash(p->p.code, want);
   for (i = 0; i < s->nm; i++) {
-    const struct member *m = s->m[i];
+    struct member *m = s->m[i];
+    /* a duplicate row is an observation of its configuration with the
+     * program that answers it: the model learns the flat direction, the
+     * tuner the inert parameter */
+    const struct member *v =
+        search_is_duplicate(m) ? search_find(s, m->p.same_as) : m;
     struct err e;
-    int ok = is_ok(m), failed = m->p.status && !strcmp(m->p.status, "failed");
+    int ok, failed;
+    if (!v)
+      continue;
+    ok = is_ok(v);
+    failed = v->p.status && !strcmp(v->p.status, "failed");
     if (!m->p.code || (!ok && !failed) ||
         !strcmp(m->p.edit_kind ? m->p.edit_kind : "", "migrate"))
       continue;
     skeleton_hash(m->p.code, h);
     if (strcmp(h, want) || directive_parse(m->p.code, &o[*n].d, &e))
       continue;
-    o[(*n)++].ms = ok ? m->p.median_ms : -1;
+    snprintf(o[*n].ident, sizeof(o[*n].ident), "%s",
+             search_member_ident(s, m));
+    o[(*n)++].ms = ok ? v->p.median_ms : -1;
   }
   return o;
 }
@@ -152,7 +253,7 @@ static int propose_tune(struct evolve *s, struct job *j,
                         const struct member *p)
 {
   struct directive_set cur, next;
-  struct seen_ctx sc = {s, p->p.code};
+  struct seen_ctx sc = {s, j, p->p.code, NULL, 0};
   struct tuner_obs *obs = NULL;
   struct err e;
   size_t nobs = 0;
@@ -160,14 +261,15 @@ static int propose_tune(struct evolve *s, struct job *j,
 
   if (directive_parse(p->p.code, &cur, &e))
     return ERR_PARSE;
-  if (!s->use_llm && (obs = history(s, p, &nobs)) != NULL) {
+  sc.parent = &cur;
+  obs = history(s, p, &nobs);
+  if (!s->use_llm && obs)
     rc = tuner_suggest(&s->wl, obs, nobs, &cur, &s->rng, seen_directives, &sc,
                        &next, j->what, sizeof(j->what));
-    free(obs);
-  } else {
-    rc = tuner_propose(&s->wl, &cur, !j->exploit, &s->rng, seen_directives,
-                       &sc, &next, j->what, sizeof(j->what));
-  }
+  else
+    rc = tuner_propose(&s->wl, &cur, obs, nobs, !j->exploit, &s->rng,
+                       seen_directives, &sc, &next, j->what, sizeof(j->what));
+  free(obs);
   if (rc)
     return rc;
   j->code = directive_apply(p->p.code, &next, &e);
@@ -384,7 +486,9 @@ static int next_job(struct evolve *s, struct job *j, int64_t *id)
   if (!s->use_llm && p2) {
     struct err e;
     if (patch_crossover(p->p.code, p2->p.code, 1, &j->code, &e) ||
-        seen_code(s, j->code)) {
+        seen_code(s, j->code) ||
+        answer_duplicate(s, j, j->code, NULL,
+                         "directives of the second parent", 0)) {
       free(j->code);
       j->code = NULL;
       snprintf(j->kind, sizeof(j->kind), "tune");
@@ -437,7 +541,8 @@ out:
 static struct member *insert_row(struct evolve *s, const struct job *j,
                                  const char *code, const char *status,
                                  const char *error, const char *rationale,
-                                 int64_t llm_call_id, struct err *e)
+                                 int64_t llm_call_id, int64_t same_as,
+                                 struct err *e)
 {
   struct db_program p;
   struct member *m;
@@ -464,6 +569,16 @@ static struct member *insert_row(struct evolve *s, const struct job *j,
   p.error = error ? strdup(error) : NULL;
   p.rationale = rationale && *rationale ? strdup(rationale) : NULL;
   p.llm_call_id = llm_call_id;
+  p.same_as = same_as;
+  if (same_as && code) {
+    /* its configuration, for the report and the tuner's history */
+    struct directive_set d;
+    struct err de;
+    json_t *dj = directive_parse(code, &d, &de) ? NULL : directive_to_json(&d);
+    p.directives_json =
+        dj ? json_dumps(dj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(dj);
+  }
   if (db_program_insert(s->db, &p, e)) {
     db_program_release(&p);
     return NULL;
@@ -645,6 +760,25 @@ static int64_t propose_llm(struct evolve *s, struct job *j)
       if (rc)
         snprintf(errline, sizeof(errline), "edit did not apply: %s", e.msg);
     }
+    if (code) {
+      /* one program, one evaluation: a proposal that compiles to a
+       * program already evaluated is answered from it */
+      pthread_mutex_lock(&s->mu);
+      m = answer_duplicate(s, j, code, why, NULL, resp.call_id);
+      if (m && search_is_duplicate(m) && attempt + 1 == s->o.novelty_attempts)
+        meta_due = search_generation_done(s, j->island, m);
+      pthread_mutex_unlock(&s->mu);
+      if (m) {
+        if (meta_due)
+          search_meta_summary(s, j->island);
+        llm_response_release(&resp);
+        free(parent);
+        free(parent2);
+        free(code);
+        free(why);
+        continue; /* like a rejection: asked again */
+      }
+    }
     if (code && llm_embed_available(s->pool)) {
       sim = max_similarity_embed(s, j->island, code, &who);
       threshold = s->o.novelty_embed;
@@ -659,7 +793,8 @@ static int64_t propose_llm(struct evolve *s, struct job *j)
                "novelty: %.4f similar to program %lld (threshold %.4g); "
                "not evaluated",
                sim, (long long)who, threshold);
-      m = insert_row(s, j, code, "rejected", errline, why, resp.call_id, &e);
+      m = insert_row(s, j, code, "rejected", errline, why, resp.call_id, 0,
+                     &e);
       if (m) {
         s->n_rejected++;
         search_progress(s, m, "rejected before evaluation");
@@ -667,7 +802,7 @@ static int64_t propose_llm(struct evolve *s, struct job *j)
           meta_due = search_generation_done(s, j->island, m);
       }
     } else if (!code) {
-      m = insert_row(s, j, NULL, "failed", errline, why, resp.call_id, &e);
+      m = insert_row(s, j, NULL, "failed", errline, why, resp.call_id, 0, &e);
       if (m) {
         s->n_failed++;
         s->count++;
@@ -675,7 +810,7 @@ static int64_t propose_llm(struct evolve *s, struct job *j)
         meta_due = search_generation_done(s, j->island, m);
       }
     } else {
-      m = insert_row(s, j, code, "pending", NULL, why, resp.call_id, &e);
+      m = insert_row(s, j, code, "pending", NULL, why, resp.call_id, 0, &e);
       if (m)
         id = m->p.id;
     }
@@ -718,7 +853,7 @@ static void *worker_main(void *arg)
     r = s->stop && s->nqueue == 0 ? 0 : next_job(s, &j, &id);
     if (r == 2 && j.code) {
       struct member *m =
-          insert_row(s, &j, j.code, "pending", NULL, j.what, 0, &w->e);
+          insert_row(s, &j, j.code, "pending", NULL, j.what, 0, 0, &w->e);
       id = m ? m->p.id : 0;
     }
     pthread_mutex_unlock(&s->mu);

@@ -430,6 +430,14 @@ static void summary(struct buf *o, enum report_format f, const json_t *run,
              "island, not evaluated again)",
              num(c, "migrated"), num(c, "migrated") == 1 ? "y" : "ies");
   }
+  if (num(c, "duplicates") > 0) {
+    size_t vl = strlen(v);
+    snprintf(v + vl, sizeof v - vl,
+             "; besides, %.0f duplicate%s (a proposal that compiles to a "
+             "program already evaluated: answered from the database, not "
+             "evaluated)",
+             num(c, "duplicates"), num(c, "duplicates") == 1 ? "" : "s");
+  }
   row(o, f, "candidates", v);
   noise_row(o, f, run, seed);
   snprintf(v, sizeof v, "#%.0f", num(seed, "id"));

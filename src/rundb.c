@@ -184,11 +184,13 @@ struct rundb *rundb_open(const char *path, struct err *e)
     db_fail(db, e, path);
     goto fail;
   }
-  /* schema 1 (before the confirmations table) and 2 read alike */
+  /* schema 1 (before the confirmations table), 2 and 3 (programs.same_as,
+   * not read here: a duplicate's status says what it is) read alike */
   if (sqlite3_step(st) != SQLITE_ROW || !sqlite3_column_text(st, 0) ||
       (strcmp((const char *)sqlite3_column_text(st, 0), "1") &&
-       strcmp((const char *)sqlite3_column_text(st, 0), "2"))) {
-    err_set(e, ERR_DB, "%s: schema version is not 1 or 2", path);
+       strcmp((const char *)sqlite3_column_text(st, 0), "2") &&
+       strcmp((const char *)sqlite3_column_text(st, 0), "3"))) {
+    err_set(e, ERR_DB, "%s: schema version is not 1, 2 or 3", path);
     goto fail;
   }
   sqlite3_finalize(st);
@@ -317,8 +319,10 @@ json_t *rundb_run(struct rundb *db, struct err *e)
     return NULL;
   x = query_one(db,
                 /* migrate copies (a program copied to another island,
-                 * not evaluated) are not candidates: counted apart, as
-                 * cuco evolve's summary does */
+                 * not evaluated) and duplicates (a proposal that compiles
+                 * to a program already evaluated, answered from it) are
+                 * not candidates: counted apart, as cuco evolve's summary
+                 * does */
                 "SELECT coalesce(sum(c), 0) AS total,"
                 " coalesce(sum(c AND status='ok'), 0) AS ok,"
                 " coalesce(sum(c AND status='failed'), 0) AS failed,"
@@ -327,13 +331,15 @@ json_t *rundb_run(struct rundb *db, struct err *e)
                 " coalesce(sum(c AND status='running'), 0) AS running,"
                 " coalesce(sum(c AND status='interrupted'), 0) AS"
                 " interrupted,"
-                " coalesce(sum(NOT c), 0) AS migrated,"
+                " coalesce(sum(edit_kind IS 'migrate'), 0) AS migrated,"
+                " coalesce(sum(status IS 'duplicate'), 0) AS duplicates,"
                 " coalesce(sum(c AND json_valid(metrics_json) AND"
                 " json_extract(metrics_json, '$.noise_watch') IS NOT NULL),"
                 " 0) AS noise_repeated, max(id) AS max_id,"
                 " max(max(coalesce(created_at,0), coalesce(started_at,0),"
                 " coalesce(finished_at,0))) AS max_t"
-                " FROM (SELECT *, edit_kind IS NOT 'migrate' AS c FROM"
+                " FROM (SELECT *, edit_kind IS NOT 'migrate' AND status IS"
+                " NOT 'duplicate' AS c FROM"
                 " programs WHERE run_id=?1)",
                 0, 0, e);
   if (!x)

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "buf.h"
+#include "directive.h"
 #include "eval.h"
 #include "file.h"
 #include "llm.h"
@@ -31,6 +32,80 @@ void search_hash(const char *code, char out[17])
 {
   snprintf(out, 17, "%016llx",
            (unsigned long long)XXH64(code, strlen(code), 0));
+}
+
+int search_ident(struct evolve *s, const char *code, char out[17])
+{
+  const char *defs[DIRECTIVE_MAX_FLAGS + PROGID_COMPILER_DEFS + 2];
+  const char *const *cdefs = !strcmp(s->ext, ".cu")  ? progid_nvcc_defs
+                             : !strcmp(s->ext, ".c") ? progid_cc_defs
+                                                     : NULL;
+  struct directive_set d;
+  struct directive_flags f;
+  struct err e;
+  char why[160];
+  int n = 0, i, rc;
+
+  if (directive_parse(code, &d, &e))
+    memset(&d, 0, sizeof(d)); /* refused before it is built: no flags */
+  directive_flags(&d, &f);
+  for (i = 0; i < f.n; i++)
+    defs[n++] = f.v[i];
+  for (i = 0; cdefs && i < PROGID_COMPILER_DEFS; i++)
+    defs[n++] = cdefs[i];
+  if (s->o.vranks)
+    defs[n++] = "-DCUCO_VRANKS";
+  /* the runtime's own units define it before rt.cuh, a build never */
+  if (s->wl.kind == WORKLOAD_RUNTIME)
+    defs[n++] = "-URT_HOST_ONLY";
+  rc = s->pid ? progid_compute(s->pid, code, defs, n, out, why, sizeof(why))
+              : ERR_NOMEM;
+  if (rc == PROGID_EXACT) {
+    s->ident_exact++;
+  } else if (rc == PROGID_TEXT) {
+    s->ident_text++;
+    snprintf(s->ident_why, sizeof(s->ident_why), "%s", why);
+  } else {
+    search_hash(code, out);
+    out[0] = 't'; /* never equal to an identity */
+  }
+  return rc;
+}
+
+const char *search_member_ident(struct evolve *s, struct member *m)
+{
+  if (!m->ident[0] && m->p.code)
+    (void)search_ident(s, m->p.code, m->ident);
+  return m->ident;
+}
+
+int search_is_duplicate(const struct member *m)
+{
+  return m->p.status && !strcmp(m->p.status, "duplicate");
+}
+
+/* Does m's verdict (or its evaluation under way) answer a program that
+ * compiles to the same?  A failure at the static stage does not: that is
+ * the text's, or the machine's. */
+static int answers(const struct member *m)
+{
+  const char *st = m->p.status ? m->p.status : "";
+
+  if (!strcmp(m->p.edit_kind ? m->p.edit_kind : "", "migrate"))
+    return 0;
+  return !strcmp(st, "ok") || !strcmp(st, "pending") ||
+         !strcmp(st, "running") ||
+         (!strcmp(st, "failed") && m->p.stage && strcmp(m->p.stage, "static"));
+}
+
+struct member *search_same_program(struct evolve *s, const char *ident)
+{
+  size_t i;
+
+  for (i = 0; ident && ident[0] && i < s->nm; i++)
+    if (answers(s->m[i]) && !strcmp(search_member_ident(s, s->m[i]), ident))
+      return s->m[i];
+  return NULL;
 }
 
 double search_time_left(const struct evolve *s)
@@ -67,7 +142,8 @@ struct member *search_add(struct evolve *s, struct db_program *p)
   db_program_init(p); /* the strings now belong to m */
   s->m[s->nm++] = m;
   parent = search_find(s, m->p.parent_id);
-  if (parent && strcmp(m->p.edit_kind ? m->p.edit_kind : "", "migrate"))
+  if (parent && strcmp(m->p.edit_kind ? m->p.edit_kind : "", "migrate") &&
+      !search_is_duplicate(m))
     parent->children++;
   return m;
 }
@@ -272,7 +348,7 @@ void search_progress(struct evolve *s, const struct member *m,
          m->p.stage ? m->p.stage : "?", res, bs, s->run.spent_usd, tl,
          note && *note ? "  " : "", note ? note : "");
   if (!is_ok(m) && m->p.error && *m->p.error)
-    printf("        %.200s\n", m->p.error);
+    printf("        %.400s\n", m->p.error);
   fflush(stdout);
 }
 

@@ -13,6 +13,7 @@
 #include "evolve.h"
 #include "launcher.h"
 #include "novelty.h"
+#include "progid.h"
 #include "toolchain.h"
 #include "workload.h"
 
@@ -31,6 +32,7 @@ struct member {
   struct novelty_sig sig;
   float *emb; /* embedding of the blocks, or NULL */
   size_t dim;
+  char ident[17]; /* what it compiles to (progid.h); "" not computed */
 };
 
 struct island {
@@ -96,8 +98,16 @@ struct evolve {
   char **argv;
   char *rec_str[EVOLVE_REC_STR]; /* recorded strings now in o */
   int nrec_str;
-  char llm_unusable[200]; /* why the LLM cannot be used (no key, refused
-                             key): the run stops and fails with it */
+  char llm_unusable[200];      /* why the LLM cannot be used (no key, refused
+                                  key): the run stops and fails with it */
+  struct progid *pid;          /* identities: what a candidate compiles to */
+  int ident_exact, ident_text; /* identities computed each way */
+  char ident_why[160];         /* why the last fallback was one */
+  double floor_rel; /* the seed against itself: mean |log ratio| ... */
+  double floor_lo, floor_hi; /* ... its 95% interval of the ratio */
+  int floor_rounds;          /* paired rounds measured (0: none) */
+  char *floor_text;          /* its summary line, or NULL */
+  int seed_evaluated;        /* this session evaluated the seed */
 };
 
 /* search.c */
@@ -190,6 +200,23 @@ long long search_record(void *ud, const struct llm_record *rec);
 
 /* "1a2b..." hex XXH64 of code into out[17]. */
 void search_hash(const char *code, char out[17]);
+
+/* What code compiles to in this run (progid.h: its directive -D flags,
+ * the compiler's macros, --vranks), into out[17].  Lock held (the context
+ * is not thread-safe).  PROGID_EXACT or PROGID_TEXT (ERR_NOMEM: out gets
+ * the text hash, which keeps every text apart). */
+int search_ident(struct evolve *s, const char *code, char out[17]);
+
+/* m's identity, computed once (lock held). */
+const char *search_member_ident(struct evolve *s, struct member *m);
+
+/* The program already evaluated, or being evaluated, that compiles to
+ * ident (ok; failed past the static checks; pending; running), the
+ * earliest; NULL when none (lock held). */
+struct member *search_same_program(struct evolve *s, const char *ident);
+
+/* A row answered from the database: status "duplicate" (lock held). */
+int search_is_duplicate(const struct member *m);
 
 /* Seconds since the run started in this process / left (<0: no limit). */
 double search_time_left(const struct evolve *s);

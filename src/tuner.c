@@ -209,6 +209,117 @@ static void from_index(const struct space *s, const struct directive_set *base,
     out->has_line = 1;
 }
 
+/* ---- inert parameters (tuner_inert) ---- */
+
+/* A learned rule: dimension dim is inert where every other dimension has
+ * the value in idx (two observations a and b showed it). */
+struct rule {
+  int dim, a, b;
+  int idx[MAX_DIMS];
+};
+
+struct inert {
+  int n;
+  struct rule *r;
+};
+
+static int index_exact(const struct space *s, const struct directive_set *ds,
+                       int *idx);
+
+/* The rules of the observations: each pair that differs in one dimension
+ * only and has one (known) identity.  Pairs beyond the cap are not
+ * looked at (a rule less only means a proposal more). */
+static void inert_learn(const struct space *s, const struct tuner_obs *obs,
+                        size_t nobs, struct inert *in)
+{
+  enum { MAXOBS = 512, MAXRULES = 1024 };
+  int(*idx)[MAX_DIMS];
+  size_t i, j, n = nobs > MAXOBS ? MAXOBS : nobs;
+  int *ok;
+
+  memset(in, 0, sizeof(*in));
+  if (!obs || n < 2)
+    return;
+  idx = calloc(n, sizeof(*idx));
+  ok = calloc(n, sizeof(*ok));
+  in->r = calloc(MAXRULES, sizeof(*in->r));
+  if (!idx || !ok || !in->r)
+    goto out;
+  for (i = 0; i < n; i++) {
+    const struct tuner_obs *o = &obs[nobs - n + i];
+    ok[i] = o->ident[0] && index_exact(s, &o->d, idx[i]);
+  }
+  for (i = 0; i < n; i++)
+    for (j = i + 1; ok[i] && j < n && in->n < MAXRULES; j++) {
+      int k, diff = 0, at = -1;
+      if (!ok[j] || strcmp(obs[nobs - n + i].ident, obs[nobs - n + j].ident))
+        continue;
+      for (k = 0; k < s->n; k++)
+        if (idx[i][k] != idx[j][k]) {
+          diff++;
+          at = k;
+        }
+      if (diff != 1)
+        continue;
+      in->r[in->n].dim = at;
+      in->r[in->n].a = (int)(nobs - n + i);
+      in->r[in->n].b = (int)(nobs - n + j);
+      memcpy(in->r[in->n].idx, idx[i], sizeof(idx[i]));
+      in->n++;
+    }
+out:
+  free(idx);
+  free(ok);
+  if (!in->n) {
+    free(in->r);
+    in->r = NULL;
+  }
+}
+
+/* The rule configuration idx falls under, or NULL. */
+static const struct rule *inert_covers(const struct space *s,
+                                       const struct inert *in, const int *idx)
+{
+  int i, k;
+
+  for (i = 0; i < in->n; i++) {
+    for (k = 0; k < s->n; k++)
+      if (k != in->r[i].dim && idx[k] != in->r[i].idx[k])
+        break;
+    if (k == s->n)
+      return &in->r[i];
+  }
+  return NULL;
+}
+
+int tuner_inert(const struct workload *w, const struct tuner_obs *obs,
+                size_t nobs, const struct directive_set *d, char *why,
+                size_t whyn)
+{
+  struct space *s = malloc(sizeof(*s));
+  struct inert in;
+  const struct rule *r;
+  int idx[MAX_DIMS], hit = 0;
+
+  if (why && whyn)
+    why[0] = '\0';
+  if (!s)
+    return 0;
+  build_space(w, s);
+  inert_learn(s, obs, nobs, &in);
+  if (index_exact(s, d, idx) && (r = inert_covers(s, &in, idx)) != NULL) {
+    hit = 1;
+    if (why && whyn)
+      snprintf(why, whyn,
+               "%s is inert here: observations %d and %d differ only in it "
+               "and compile to the same program",
+               s->d[r->dim].name, r->a, r->b);
+  }
+  free(in.r);
+  free(s);
+  return hit;
+}
+
 /* A move: up to two (dimension, new index) changes. */
 struct move {
   int nc;
@@ -268,23 +379,28 @@ static void describe(const struct space *s, const int *from,
   }
 }
 
-/* Try one move; 1 when it gives an unseen configuration (in *out). */
+/* Try one move; 1 when it gives an unseen configuration (in *out) that
+ * no rule in `in` shows inert. */
 static int try_move(const struct space *s, const struct directive_set *base,
-                    const int *idx, const struct move *mv, tuner_seen_fn seen,
-                    void *ud, struct directive_set *out)
+                    const int *idx, const struct move *mv,
+                    const struct inert *in, tuner_seen_fn seen, void *ud,
+                    struct directive_set *out)
 {
   int cand[MAX_DIMS], c;
 
   memcpy(cand, idx, sizeof(cand));
   for (c = 0; c < mv->nc; c++)
     cand[mv->dim[c]] = mv->to[c];
+  if (inert_covers(s, in, cand))
+    return 0;
   from_index(s, base, cand, out);
   return !seen || !seen(ud, out);
 }
 
 static int random_restart(const struct space *s,
                           const struct directive_set *base, const int *idx,
-                          struct select_rng *rng, tuner_seen_fn seen, void *ud,
+                          const struct inert *in, struct select_rng *rng,
+                          tuner_seen_fn seen, void *ud,
                           struct directive_set *out, char *what, size_t whatn)
 {
   int cand[MAX_DIMS], t, i;
@@ -293,6 +409,8 @@ static int random_restart(const struct space *s,
     for (i = 0; i < s->n; i++)
       cand[i] =
           s->d[i].nv ? (int)select_rng_below(rng, (size_t)s->d[i].nv) : 0;
+    if (inert_covers(s, in, cand))
+      continue;
     from_index(s, base, cand, out);
     if (!seen || !seen(ud, out)) {
       size_t o = (size_t)snprintf(what, whatn, "random restart:");
@@ -311,21 +429,23 @@ static int random_restart(const struct space *s,
 }
 
 int tuner_propose(const struct workload *w, const struct directive_set *parent,
-                  int explore, struct select_rng *rng, tuner_seen_fn seen,
-                  void *ud, struct directive_set *out, char *what,
-                  size_t whatn)
+                  const struct tuner_obs *obs, size_t nobs, int explore,
+                  struct select_rng *rng, tuner_seen_fn seen, void *ud,
+                  struct directive_set *out, char *what, size_t whatn)
 {
   enum { MAXM = 512 };
   struct space *s = malloc(sizeof(*s));
   struct move *m1 = malloc(MAXM * sizeof(*m1)), *m2 = NULL;
+  struct inert in = {0, NULL};
   int idx[MAX_DIMS], n1, n2 = 0, i, j, rc = ERR_NOTFOUND;
 
   if (!s || !m1)
     goto out;
   build_space(w, s);
+  inert_learn(s, obs, nobs, &in);
   to_index(s, parent, idx);
   if (explore && select_rng_uniform(rng) < 0.15) {
-    rc = random_restart(s, parent, idx, rng, seen, ud, out, what, whatn);
+    rc = random_restart(s, parent, idx, &in, rng, seen, ud, out, what, whatn);
     if (!rc)
       goto out;
   }
@@ -348,26 +468,27 @@ int tuner_propose(const struct workload *w, const struct directive_set *parent,
   shuffle(m2, n2, rng);
   if (explore && n2 && select_rng_uniform(rng) < 0.5) {
     for (i = 0; i < n2; i++)
-      if (try_move(s, parent, idx, &m2[i], seen, ud, out)) {
+      if (try_move(s, parent, idx, &m2[i], &in, seen, ud, out)) {
         describe(s, idx, &m2[i], what, whatn);
         rc = 0;
         goto out;
       }
   }
   for (i = 0; i < n1; i++)
-    if (try_move(s, parent, idx, &m1[i], seen, ud, out)) {
+    if (try_move(s, parent, idx, &m1[i], &in, seen, ud, out)) {
       describe(s, idx, &m1[i], what, whatn);
       rc = 0;
       goto out;
     }
   for (i = 0; i < n2; i++)
-    if (try_move(s, parent, idx, &m2[i], seen, ud, out)) {
+    if (try_move(s, parent, idx, &m2[i], &in, seen, ud, out)) {
       describe(s, idx, &m2[i], what, whatn);
       rc = 0;
       goto out;
     }
-  rc = random_restart(s, parent, idx, rng, seen, ud, out, what, whatn);
+  rc = random_restart(s, parent, idx, &in, rng, seen, ud, out, what, whatn);
 out:
+  free(in.r);
   free(s);
   free(m1);
   free(m2);
@@ -575,6 +696,7 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
   int ncand = 0, i, k, rc = ERR_NOMEM, model = 0, exploit = 0, bo = 0;
   int radius = 0;
   struct cand *c = NULL;
+  struct inert in = {0, NULL};
   struct gp g;
   size_t j;
 
@@ -617,6 +739,7 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
   c = candidates(s, (const int(*)[MAX_DIMS])oidx, no, rng, &ncand);
   if (!c)
     goto out;
+  inert_learn(s, obs, nobs, &in);
   /* a space-filling start (maximin), then expected improvement */
   ninit = 2 * d + 1;
   if (nok >= ninit && nok >= 3) {
@@ -646,7 +769,9 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
     c[k].dist = cheb(s, c[k].idx, oidx[bo]);
     for (i = 0; i < no && !same_idx(c[k].idx, oidx[i], s->n); i++)
       ;
-    c[k].observed = i < no;
+    /* an inert parameter's other values count as observed: the same
+     * program (the model still learns from the pair) */
+    c[k].observed = i < no || inert_covers(s, &in, c[k].idx);
     if (c[k].observed)
       continue;
     if (model) {
@@ -715,6 +840,7 @@ int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,
     }
   }
 out:
+  free(in.r);
   gp_release(&g);
   free(c);
   free(oidx);

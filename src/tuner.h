@@ -26,21 +26,35 @@ struct workload;
  * yes, skip it. */
 typedef int (*tuner_seen_fn)(void *ud, const struct directive_set *d);
 
-/* Propose a configuration near `parent` (its values outside the space are
- * snapped to the first allowed value).  *out receives it; `what` a short
- * description of the move ("chunk 64KiB -> 128KiB").  ERR_NOTFOUND when
- * every configuration tried was seen (the space looks exhausted). */
-int tuner_propose(const struct workload *w, const struct directive_set *parent,
-                  int explore, struct select_rng *rng, tuner_seen_fn seen,
-                  void *ud, struct directive_set *out, char *what,
-                  size_t whatn) WARN_UNUSED;
-
-/* One evaluated configuration: its directives and its median (ms <= 0:
- * it failed). */
+/* One evaluated configuration: its directives, its median (ms <= 0: it
+ * failed) and what it compiles to (progid.h; "" when not known). */
 struct tuner_obs {
   struct directive_set d;
   double ms;
+  char ident[17];
 };
+
+/* Propose a configuration near `parent` (its values outside the space are
+ * snapped to the first allowed value).  *out receives it; `what` a short
+ * description of the move ("chunk 64KiB -> 128KiB").  Configurations the
+ * observations obs[0..nobs) (may be NULL) show inert (tuner_inert) are not
+ * proposed.  ERR_NOTFOUND when every configuration tried was seen (the
+ * space looks exhausted). */
+int tuner_propose(const struct workload *w, const struct directive_set *parent,
+                  const struct tuner_obs *obs, size_t nobs, int explore,
+                  struct select_rng *rng, tuner_seen_fn seen, void *ud,
+                  struct directive_set *out, char *what,
+                  size_t whatn) WARN_UNUSED;
+
+/* Inert parameters, learned (issue 49): when two observed configurations
+ * differ only in dimension P and compile to the same program (the same
+ * non-empty ident), P is inert given the others' values, and the tuner
+ * proposes no other value of P with those values of the others.  Returns
+ * 1 when configuration d falls under such a rule (why, if given, names P
+ * and the pair), else 0. */
+int tuner_inert(const struct workload *w, const struct tuner_obs *obs,
+                size_t nobs, const struct directive_set *d, char *why,
+                size_t whyn);
 
 /* The model-based proposer (docs/evolve.md, "The offline tuner"): over
  * the observations obs[0..nobs) (configurations outside the space are
@@ -51,7 +65,8 @@ struct tuner_obs {
  * trust region around the best (Chebyshev index radius: halved after 3
  * model steps in a row without a new best, doubled after 2 with one);
  * every 3rd model step within one index step of the best.  Never
- * proposes an observed configuration or one `seen` says was seen.  *out is
+ * proposes an observed configuration, one `seen` says was seen, or one
+ * the observations show inert (tuner_inert).  *out is
  * `base` with the new values; `what` says why.  ERR_NOTFOUND when nothing
  * unseen is left (or nothing is tunable); ERR_NOMEM. */
 int tuner_suggest(const struct workload *w, const struct tuner_obs *obs,

@@ -2,7 +2,8 @@
 # cuco evolve with an LLM: the fake server replays recorded answers
 # (tests/data/evolve/llm_mix/README.md): diffs (one matched only ignoring
 # indentation), full rewrites, a crossover, a malformed patch, broken code,
-# a duplicate rejected before evaluation, and two meta summaries.
+# a duplicate (the seed again: answered from the database, not evaluated,
+# issue 49), and two meta summaries.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fakellm.sh"
 unset CUCO_LLM_PROVIDER CUCO_LLM_BASE_URL CUCO_LLM_MODEL CUCO_LLM_API_KEY_ENV CUCO_CONFIG
@@ -31,7 +32,7 @@ fakellm_stop
   not_ok "9 requests" "$(fakellm_requests) requests"
 q() { sqlite3 "$OUT/run.db" "$1"; }
 rows=$(q "select generation || ':' || edit_kind || ':' || status || ':' || coalesce(stage, '') from programs order by id" | tr '\n' ' ')
-want="0:seed:ok:done 1:diff:ok:done 2:full:ok:done 3:diff:failed:static 4:cross:ok:done 5:diff:failed:build 6:full:rejected:static 6:full:ok:done "
+want="0:seed:ok:done 1:diff:ok:done 2:full:ok:done 3:diff:failed:static 4:cross:ok:done 5:diff:failed:build 6:full:duplicate:static 6:full:ok:done "
 [ "$rows" = "$want" ] && ok "each recorded answer gave the expected row" ||
   not_ok "expected rows" "got: $rows"
 [ "$(q "select median_ms from programs where generation = 1")" = 1.9 ] &&
@@ -42,10 +43,12 @@ expect_grep "malformed patch error names the problem" <(q "select error from pro
   "edit did not apply: malformed patch: SEARCH block at line 3 has no ======= line"
 expect_grep "broken code failed at build with the compiler's reason" <(q "select error || build_log from programs where generation = 5") \
   "undefined_symbol_xyz"
-expect_grep "duplicate rejected before evaluation" <(q "select error from programs where status = 'rejected'") \
-  "^novelty: 1\.0000 similar to program 1 .*not evaluated"
-[ "$(q "select count(*) from programs where status = 'rejected' and (started_at is not null or metrics_json is not null)")" = 0 ] &&
-  ok "the rejected candidate was never evaluated" || not_ok "rejected not evaluated" "it was"
+expect_grep "the duplicate is answered from the seed" <(q "select error from programs where status = 'duplicate'") \
+  "^the same program as #1 \(what it compiles to: [0-9a-f]{16}\): answered from the database, not evaluated$"
+[ "$(q "select same_as from programs where status = 'duplicate'")" = 1 ] &&
+  ok "... and names it" || not_ok "the duplicate names the seed" "$(q "select id, same_as from programs")"
+[ "$(q "select count(*) from programs where status = 'duplicate' and (started_at is not null or metrics_json is not null)")" = 0 ] &&
+  ok "the duplicate was never evaluated" || not_ok "duplicate not evaluated" "it was"
 [ "$(q "select parent2_id is not null from programs where edit_kind = 'cross'")" = 1 ] &&
   ok "the crossover has two parents" || not_ok "cross parents" "$(q 'select * from programs where edit_kind = "cross"')"
 [ "$(q "select min(median_ms) from programs where status = 'ok'")" = 1.0 ] &&
@@ -87,5 +90,5 @@ temps = [b.get("temperature") for b in bodies]
 assert all(x is not None for x in temps), temps
 PY
 then ok "prompts carry format, directives, machine, code, failures, meta"; else not_ok "prompt contents" "see above"; fi
-expect_grep "summary reports LLM cost" "$TMP/run.out" '^candidates: 8 \(5 correct, 2 failed, 1 rejected before evaluation\); LLM: yes, \$0\.0'
+expect_grep "summary reports LLM cost" "$TMP/run.out" '^candidates: 7 \(5 correct, 2 failed, 0 rejected before evaluation\) \+ 1 duplicate \(not evaluated\); LLM: yes, \$0\.0'
 done_testing

@@ -48,7 +48,7 @@ static void test_schema_and_run(void **state)
   assert_int_equal(db_open(path, 0, &db, &e), 0);
   assert_int_equal(db_schema_version(db), DB_SCHEMA_VERSION);
   v = db_meta_get(db, "schema_version");
-  assert_string_equal(v, "2"); /* 2: the confirmations table */
+  assert_string_equal(v, "3"); /* 2: confirmations; 3: programs.same_as */
   free(v);
   r.workload = "w'; DROP TABLE runs; --";
   r.budget_usd = -1;
@@ -128,6 +128,18 @@ static void test_programs_resume(void **state)
   assert_int_equal(cnt, 2);
   assert_int_not_equal(db_programs_load(db, r.id, "bogus", 0, &arr, &n, &e),
                        0);
+  /* a duplicate row names the program that answers it */
+  db_program_init(&p);
+  p.run_id = r.id;
+  p.edit_kind = "tune";
+  p.status = "duplicate";
+  p.same_as = 1;
+  assert_int_equal(db_program_insert(db, &p, &e), 0);
+  assert_int_equal(db_program_get(db, p.id, &q, &e), 0);
+  assert_string_equal(q.status, "duplicate");
+  assert_int_equal(q.same_as, 1);
+  db_program_release(&q);
+  db_program_init(&p);
   assert_int_equal(db_program_get(db, 99, &p, &e), ERR_NOTFOUND);
   db_program_release(&p);
   db_close(db);

@@ -103,8 +103,9 @@ static void test_coordinate_move(void **state)
   start(&d);
   select_rng_seed(&r, 5);
   for (i = 0; i < 50; i++) {
-    assert_int_equal(
-        tuner_propose(&w, &d, 0, &r, NULL, NULL, &out, what, sizeof(what)), 0);
+    assert_int_equal(tuner_propose(&w, &d, NULL, 0, 0, &r, NULL, NULL, &out,
+                                   what, sizeof(what)),
+                     0);
     /* exploit: exactly one or two coordinates, each one step */
     changed = strcmp(out.placement, d.placement) != 0;
     changed += out.chunk_bytes != d.chunk_bytes;
@@ -134,16 +135,16 @@ static void test_never_seen_and_exhaustion(void **state)
   select_rng_seed(&r, 9);
   /* walk the whole space: 44 new configurations, each unseen */
   for (i = 0; i < 44; i++) {
-    rc = tuner_propose(&w, &d, i % 2, &r, is_seen, &s, &out, what,
+    rc = tuner_propose(&w, &d, NULL, 0, i % 2, &r, is_seen, &s, &out, what,
                        sizeof(what));
     assert_int_equal(rc, 0);
     assert_false(is_seen(&s, &out));
     key_of(&out, s.key[s.n++], sizeof(s.key[0]));
     d = out;
   }
-  assert_int_equal(
-      tuner_propose(&w, &d, 1, &r, is_seen, &s, &out, what, sizeof(what)),
-      ERR_NOTFOUND);
+  assert_int_equal(tuner_propose(&w, &d, NULL, 0, 1, &r, is_seen, &s, &out,
+                                 what, sizeof(what)),
+                   ERR_NOTFOUND);
 }
 
 static void test_meta_stats(void **state)
@@ -236,8 +237,8 @@ static void test_gemm_candidates_are_valid(void **state)
   assert_true(tuner_space_size(&w) > 1000);
   select_rng_seed(&r, 11);
   for (i = 0; i < 40; i++) {
-    assert_int_equal(tuner_propose(&w, &d, i % 2, &r, NULL, NULL, &next, what,
-                                   sizeof(what)),
+    assert_int_equal(tuner_propose(&w, &d, NULL, 0, i % 2, &r, NULL, NULL,
+                                   &next, what, sizeof(what)),
                      0);
     code = directive_apply(seed, &next, &e);
     assert_non_null(code);
@@ -350,8 +351,8 @@ static double drive(const struct landscape *l, uint64_t seed, int old, int *at)
     struct drive_seen ds = {l, obs, n};
     if (old) {
       /* what evolve did before: coordinate moves from the best so far */
-      if (tuner_propose(&l->w, &obs[best].d, n % 3 == 0, &r, drive_is_seen,
-                        &ds, &next, what, sizeof(what)))
+      if (tuner_propose(&l->w, &obs[best].d, NULL, 0, n % 3 == 0, &r,
+                        drive_is_seen, &ds, &next, what, sizeof(what)))
         break;
     } else {
       assert_int_equal(tuner_suggest(&l->w, obs, (size_t)n, &l->seed, &r, NULL,
@@ -672,6 +673,237 @@ static void test_landscape_synthetic(void **state)
   assert_true(check_landscape(&l, &old, &w12) >= 5);
 }
 
+/* ---- inert parameters (issue 49) ----
+ *
+ * A hand-made landscape of 2 x 4 x 3 = 24 configurations: order=a reads
+ * tile only (unroll is inert there: 3 configurations, one program, for
+ * each tile), order=b reads both; 16 distinct programs. */
+
+static void inert_space(struct workload *w)
+{
+  static const char *const tiles[] = {"1", "2", "4", "8"};
+  int i;
+
+  memset(w, 0, sizeof(*w));
+  w->nparams = 3;
+  snprintf(w->params[0].name, sizeof(w->params[0].name), "order");
+  w->params[0].nchoices = 2;
+  snprintf(w->params[0].choices[0], 64, "a");
+  snprintf(w->params[0].choices[1], 64, "b");
+  snprintf(w->params[1].name, sizeof(w->params[1].name), "tile");
+  w->params[1].nchoices = 4;
+  for (i = 0; i < 4; i++)
+    snprintf(w->params[1].choices[i], 64, "%s", tiles[i]);
+  snprintf(w->params[2].name, sizeof(w->params[2].name), "unroll");
+  w->params[2].nchoices = 3;
+  snprintf(w->params[2].choices[0], 64, "1");
+  snprintf(w->params[2].choices[1], 64, "2");
+  snprintf(w->params[2].choices[2], 64, "4");
+}
+
+static void inert_cfg(struct directive_set *d, const char *order, int tile,
+                      int unroll)
+{
+  memset(d, 0, sizeof(*d));
+  d->nparams = 3;
+  snprintf(d->params[0].name, sizeof(d->params[0].name), "order");
+  snprintf(d->params[0].value, sizeof(d->params[0].value), "%s", order);
+  snprintf(d->params[1].name, sizeof(d->params[1].name), "tile");
+  snprintf(d->params[1].value, sizeof(d->params[1].value), "%d", tile);
+  snprintf(d->params[2].name, sizeof(d->params[2].name), "unroll");
+  snprintf(d->params[2].value, sizeof(d->params[2].value), "%d", unroll);
+}
+
+/* What configuration d compiles to, and what it costs. */
+static void inert_truth(const struct directive_set *d, char ident[17],
+                        double *ms)
+{
+  const char *order = d->params[0].value;
+  int tile = (int)strtol(d->params[1].value, NULL, 10);
+  int unroll = (int)strtol(d->params[2].value, NULL, 10);
+
+  if (!strcmp(order, "a")) {
+    snprintf(ident, 17, "a%015d", tile);
+    *ms = 3.0 + 0.1 * tile;
+  } else {
+    snprintf(ident, 17, "b%07d%08d", tile, unroll);
+    *ms = 1.0 + 0.2 * tile + 0.3 / unroll;
+  }
+}
+
+static void inert_obs(struct tuner_obs *o, const char *order, int tile,
+                      int unroll, int with_ident)
+{
+  memset(o, 0, sizeof(*o));
+  inert_cfg(&o->d, order, tile, unroll);
+  inert_truth(&o->d, o->ident, &o->ms);
+  if (!with_ident)
+    o->ident[0] = '\0';
+}
+
+static void test_inert_rule(void **state)
+{
+  struct workload w;
+  struct tuner_obs o[6];
+  struct directive_set d;
+  char why[200];
+
+  (void)state;
+  inert_space(&w);
+  inert_obs(&o[0], "a", 2, 1, 1);
+  inert_obs(&o[1], "a", 2, 2, 1); /* the same program as o[0] */
+  inert_obs(&o[2], "b", 2, 1, 1);
+  inert_obs(&o[3], "b", 2, 2, 1); /* another program than o[2] */
+  inert_obs(&o[4], "a", 4, 1, 1);
+  inert_obs(&o[5], "a", 8, 2, 1); /* differs in two: no rule */
+  inert_cfg(&d, "a", 2, 4);
+  assert_int_equal(tuner_inert(&w, o, 6, &d, why, sizeof(why)), 1);
+  assert_non_null(strstr(why, "unroll is inert here"));
+  assert_non_null(strstr(why, "observations 0 and 1"));
+  inert_cfg(&d, "a", 4, 4); /* another tile: not learned (yet) */
+  assert_int_equal(tuner_inert(&w, o, 6, &d, NULL, 0), 0);
+  inert_cfg(&d, "b", 2, 4); /* order b reads unroll */
+  assert_int_equal(tuner_inert(&w, o, 6, &d, NULL, 0), 0);
+  inert_cfg(&d, "a", 8, 1);
+  assert_int_equal(tuner_inert(&w, o, 6, &d, NULL, 0), 0);
+  /* without identities nothing is learned */
+  inert_obs(&o[0], "a", 2, 1, 0);
+  inert_obs(&o[1], "a", 2, 2, 0);
+  inert_cfg(&d, "a", 2, 4);
+  assert_int_equal(tuner_inert(&w, o, 6, &d, NULL, 0), 0);
+}
+
+struct obs_seen {
+  const struct tuner_obs *o;
+  int n;
+};
+
+static int obs_is_seen(void *ud, const struct directive_set *d)
+{
+  const struct obs_seen *os = ud;
+  int i;
+
+  for (i = 0; i < os->n; i++)
+    if (!strcmp(os->o[i].d.params[0].value, d->params[0].value) &&
+        !strcmp(os->o[i].d.params[1].value, d->params[1].value) &&
+        !strcmp(os->o[i].d.params[2].value, d->params[2].value))
+      return 1;
+  return 0;
+}
+
+/* Everything observed but (a, 2, 4), which the pair shows inert, and
+ * (b, 8, 4): both proposers offer the latter and never the former, then
+ * nothing. */
+static void test_inert_not_proposed(void **state)
+{
+  static struct tuner_obs o[24];
+  static const char *const orders[] = {"a", "b"};
+  static const int tiles[] = {1, 2, 4, 8}, unrolls[] = {1, 2, 4};
+  struct workload w;
+  struct directive_set d, parent;
+  struct select_rng r;
+  struct obs_seen os = {o, 0};
+  char what[256];
+  int i, j, k, n = 0;
+
+  (void)state;
+  inert_space(&w);
+  for (i = 0; i < 2; i++)
+    for (j = 0; j < 4; j++)
+      for (k = 0; k < 3; k++) {
+        if ((i == 0 && tiles[j] == 2 && unrolls[k] == 4) ||
+            (i == 1 && tiles[j] == 8 && unrolls[k] == 4))
+          continue;
+        inert_obs(&o[n++], orders[i], tiles[j], unrolls[k], 1);
+      }
+  os.n = n;
+  inert_cfg(&parent, "a", 2, 2);
+  for (i = 0; i < 20; i++) {
+    select_rng_seed(&r, (uint64_t)i + 1);
+    assert_int_equal(tuner_suggest(&w, o, (size_t)n, &parent, &r, NULL, NULL,
+                                   &d, what, sizeof(what)),
+                     0);
+    assert_string_equal(d.params[0].value, "b");
+    assert_string_equal(d.params[1].value, "8");
+    assert_int_equal(tuner_propose(&w, &parent, o, (size_t)n, i % 2, &r,
+                                   obs_is_seen, &os, &d, what, sizeof(what)),
+                     0);
+    assert_string_equal(d.params[0].value, "b");
+    assert_string_equal(d.params[1].value, "8");
+  }
+  /* today's behaviour without the identities: (a, 2, 4) is offered */
+  for (i = 0; i < n; i++)
+    o[i].ident[0] = '\0';
+  select_rng_seed(&r, 3);
+  for (i = 0, k = 0; i < 20; i++) {
+    assert_int_equal(tuner_propose(&w, &parent, o, (size_t)n, 0, &r,
+                                   obs_is_seen, &os, &d, what, sizeof(what)),
+                     0);
+    k += !strcmp(d.params[0].value, "a");
+  }
+  assert_true(k > 0);
+  /* with them, and (b, 8, 4) observed too: nothing is left */
+  for (i = 0; i < n; i++)
+    inert_truth(&o[i].d, o[i].ident, &o[i].ms);
+  inert_obs(&o[n++], "b", 8, 4, 1);
+  os.n = n;
+  select_rng_seed(&r, 4);
+  assert_int_equal(tuner_suggest(&w, o, (size_t)n, &parent, &r, NULL, NULL, &d,
+                                 what, sizeof(what)),
+                   ERR_NOTFOUND);
+  assert_int_equal(tuner_propose(&w, &parent, o, (size_t)n, 1, &r, obs_is_seen,
+                                 &os, &d, what, sizeof(what)),
+                   ERR_NOTFOUND);
+}
+
+/* The whole landscape walked by tuner_suggest where a program's identity
+ * is known only once it was evaluated (as an object hash would be):
+ * every distinct program is found, and the evaluations that repeat a
+ * program fall from 8 (the unroll values beyond the first, for each tile
+ * under order=a) to 4 (the one that teaches each tile's rule). */
+static void test_inert_walk(void **state)
+{
+  static struct tuner_obs o[24];
+  struct workload w;
+  struct directive_set d;
+  struct select_rng r;
+  char what[256];
+  int learn, seed;
+
+  (void)state;
+  inert_space(&w);
+  for (learn = 0; learn < 2; learn++)
+    for (seed = 1; seed <= 6; seed++) {
+      int n = 1, dups = 0, distinct = 1, i;
+      select_rng_seed(&r, (uint64_t)seed);
+      inert_obs(&o[0], "a", 1, 1, learn);
+      while (n < 24) {
+        char id[17];
+        double ms;
+        if (tuner_suggest(&w, o, (size_t)n, &o[0].d, &r, NULL, NULL, &d, what,
+                          sizeof(what)))
+          break;
+        inert_truth(&d, id, &ms);
+        for (i = 0; i < n; i++) {
+          char oid[17];
+          double oms;
+          inert_truth(&o[i].d, oid, &oms);
+          if (!strcmp(oid, id))
+            break;
+        }
+        dups += i < n;
+        distinct += i == n;
+        o[n].d = d;
+        o[n].ms = ms;
+        snprintf(o[n].ident, sizeof(o[n].ident), "%s", learn ? id : "");
+        n++;
+      }
+      assert_int_equal(distinct, 16);
+      assert_int_equal(dups, learn ? 4 : 8);
+      assert_int_equal(n, learn ? 20 : 24);
+    }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -679,6 +911,9 @@ int main(void)
       cmocka_unit_test(test_coordinate_move),
       cmocka_unit_test(test_never_seen_and_exhaustion),
       cmocka_unit_test(test_meta_stats),
+      cmocka_unit_test(test_inert_rule),
+      cmocka_unit_test(test_inert_not_proposed),
+      cmocka_unit_test(test_inert_walk),
       cmocka_unit_test(test_gemm_candidates_are_valid),
       cmocka_unit_test(test_landscape_synthetic),
       cmocka_unit_test(test_landscape_ridge),
